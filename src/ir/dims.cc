@@ -1,0 +1,29 @@
+#include "eqiforge/ir/dims.h"
+
+namespace eqf {
+
+bool DimTable::declare(Symbol name, int64_t extent) {
+  if (find(name)) return false;
+  dims_.push_back(DimInfo{name, extent, std::nullopt});
+  return true;
+}
+
+Symbol DimTable::declare_collected(Axis p) {
+  Symbol name = p.collected_dim();
+  if (!find(name)) dims_.push_back(DimInfo{name, 0, p});
+  return name;
+}
+
+const DimInfo* DimTable::find(Symbol name) const {
+  for (const DimInfo& d : dims_)
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+int DimTable::order(Symbol name) const {
+  for (size_t i = 0; i < dims_.size(); ++i)
+    if (dims_[i].name == name) return int(i);
+  return -1;
+}
+
+}  // namespace eqf
