@@ -73,7 +73,7 @@ std::string state_text(const ParState& s) {
     case StateKind::Partial:
       return "partial(" + reduction_text(s.red) + ")";
     case StateKind::Local:
-      return "local";
+      return s.dim.valid() ? "local(" + std::string(s.dim.str()) + ")" : "local";
   }
   return "?";
 }

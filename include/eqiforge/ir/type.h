@@ -11,6 +11,11 @@
 //               locally, as repaired reductions do (exp(S - m_i) with the
 //               block's own max m_i). It can only feed repaired reductions,
 //               tiles and collect; never combine or a plain preduce.
+//   local(d)    local, and the tile holds a block of dim d (as part(d) does):
+//               what a part(d) value becomes when it meets a partial or local
+//               one, e.g. exp(S - m_i) with S part(t) and m_i partial(max).
+//               Its blocks are not blocks of one logical tensor, so it cannot
+//               be combined; reducing d makes it plain local.
 //
 // A tuple type (from `tuple`) is a list of tensor types, each with its own
 // delta. Literal constants have a `literal` tensor type: dtype-polymorphic,
@@ -38,13 +43,14 @@ enum class StateKind : uint8_t { Part, Rep, Partial, Local };
 
 struct ParState {
   StateKind kind = StateKind::Rep;
-  Symbol dim;   // Part only
+  Symbol dim;   // Part, and Local over a block (local(d)); invalid otherwise
   RedId red;    // Partial only: a plain reduction (+ or max)
 
   static ParState part(Symbol d) { return {StateKind::Part, d, {}}; }
   static ParState rep() { return {StateKind::Rep, {}, {}}; }
   static ParState partial(RedId r) { return {StateKind::Partial, {}, r}; }
   static ParState local() { return {StateKind::Local, {}, {}}; }
+  static ParState local(Symbol d) { return {StateKind::Local, d, {}}; }
   friend bool operator==(const ParState& a, const ParState& b) {
     return a.kind == b.kind && a.dim == b.dim && a.red == b.red;
   }
