@@ -52,16 +52,12 @@ double max_relative_error(const Tensor64& a, const Tensor64& b) {
   for (double v : bt.data) scale = std::max(scale, std::fabs(v));
   scale = std::max(scale, 1e-300);
   for (size_t i = 0; i < a.data.size(); ++i) {
-    double d = std::fabs(a.data[i] - bt.data[i]);
-    if (std::isnan(a.data[i]) != std::isnan(bt.data[i]) || std::isnan(d)) {
-      if (std::isnan(a.data[i]) && std::isnan(bt.data[i])) continue;  // NaN where the reference has NaN
+    const double x = a.data[i], y = bt.data[i];
+    if (x == y) continue;                              // equal values, equal infinities included
+    if (std::isnan(x) && std::isnan(y)) continue;      // NaN where the reference has NaN
+    if (std::isnan(x) || std::isnan(y) || std::isinf(x) || std::isinf(y))
       return std::numeric_limits<double>::infinity();
-    }
-    if (std::isinf(a.data[i]) || std::isinf(bt.data[i])) {
-      if (a.data[i] != bt.data[i]) return std::numeric_limits<double>::infinity();
-      continue;
-    }
-    err = std::max(err, d / scale);
+    err = std::max(err, std::fabs(x - y) / scale);
   }
   return err;
 }

@@ -1,0 +1,160 @@
+// eqiforge-opt: IR text in; checks, evaluations, comparisons (and, as the
+// search grows, saturated e-graphs, candidates and Triton) out.
+//
+// The verb table is the whole CLI: one row per verb (see tools/cli.h).
+#include <vector>
+
+#include "tools/cli.h"
+#include "tools/verbs.h"
+#include "tools/verbs_egraph.h"
+#include "tools/verbs_rules.h"
+#include "tools/verbs_extract.h"
+
+namespace eqf::cli {
+namespace {
+
+const OptionSpec kSeed{
+    .name = "--seed", .value_name = "N", .help = "seed of the random inputs and block sizes (default 0)"};
+
+const std::vector<Verb>& verb_table() {
+  static const std::vector<Verb> table = {
+      {.name = "check",
+       .operands = "FILE",
+       .num_operands = 1,
+       .summary = "parse and type-check a program; print each output's name and type",
+       .details = "FILE is a program in the text format of docs/ir.md, or - for standard input.",
+       .run = verb_check},
+      {.name = "print",
+       .operands = "FILE",
+       .num_operands = 1,
+       .summary = "print a program in canonical text",
+       .details = "Parsing the printed text gives the same program, and printing it again the same text.\n"
+                  "The program is not type-checked.",
+       .run = verb_print},
+      {.name = "eval",
+       .operands = "FILE",
+       .num_operands = 1,
+       .summary = "evaluate a program on random inputs; print each output's shape and checksum",
+       .details = "Inputs are uniform in [-1, 1) from the seed. Axes without --block get random sizes\n"
+                  "from the seed; the sizes used are printed first.",
+       .options = {kSeed,
+                   {.name = "--block",
+                    .value_name = "AXIS=N",
+                    .help = "block size of a parallel axis, e.g. --block t.0=16",
+                    .repeatable = true}},
+       .run = verb_eval},
+      {.name = "equiv",
+       .operands = "A B",
+       .num_operands = 2,
+       .summary = "check that two programs compute the same outputs on random inputs",
+       .details = "Both programs must declare the same inputs (dtypes, dims, extents) and outputs.\n"
+                  "Each trial draws fresh inputs and fresh block sizes for each program's axes from\n"
+                  "seed+trial. Prints the largest relative error; exit 0 iff it is at most 1e-9, else 1.",
+       .options = {kSeed, {.name = "--trials", .value_name = "N", .help = "number of trials (default 4)"}},
+       .run = verb_equiv},
+      {.name = "saturate",
+       .operands = "FILE",
+       .num_operands = 1,
+       .summary = "saturate a program's e-graph with a rule set; print sizes, stop reason and stats",
+       .details = "Loads the type-checked program into an e-graph and runs --rules SET (default ac) or a\n"
+                  "--schedule such as '(saturate (run ac))' until saturation or a limit. Prints e-nodes,\n"
+                  "e-classes, iterations, the stop reason and the time; --stats adds per-rule and\n"
+                  "per-iteration tables, --json prints all of it as one JSON object.",
+       .options = {{.name = "--rules", .value_name = "SET", .help = "rule set: none, ac, arith, or a registered one"},
+                   {.name = "--schedule", .value_name = "TEXT", .help = "a schedule, e.g. '(repeat 3 (run ac))'"},
+                   {.name = "--node-limit", .value_name = "N", .help = "stop past N e-nodes (default 1000000)"},
+                   {.name = "--time-limit", .value_name = "S", .help = "stop after S seconds (default 60)"},
+                   {.name = "--iter-limit", .value_name = "N", .help = "stop after N iterations (default 100000)"},
+                   {.name = "--scheduler", .value_name = "KIND", .help = "backoff (default) or simple"},
+                   {.name = "--stats", .value_name = "", .help = "print per-rule and per-iteration statistics"},
+                   {.name = "--json", .value_name = "", .help = "print the report as JSON"},
+                   {.name = "--dump", .value_name = "", .help = "print every e-class and e-node"},
+                   {.name = "--dot", .value_name = "OUT[:DEPTH]", .help = "Graphviz of an output's e-class"},
+                   {.name = "--extract", .value_name = "", .help = "print the smallest equivalent program"}},
+       .run = verb_saturate},
+      {.name = "bench-egraph",
+       .operands = "",
+       .num_operands = 0,
+       .summary = "time the e-graph on associativity + commutativity of add over N leaves",
+       .details = "Saturates add(...add(x0, x1)..., x{N-1}) over scalar f32 inputs with the ac rule set\n"
+                  "(exactly 2^N - 1 e-classes). --json prints {\"eclasses\", \"enodes\", \"seconds\", ...}.",
+       .options = {{.name = "--ac", .value_name = "N", .help = "number of leaves (2 to 24)"},
+                   {.name = "--json", .value_name = "", .help = "print one JSON object"},
+                   {.name = "--stats", .value_name = "", .help = "print per-rule and per-iteration statistics"},
+                   {.name = "--scheduler", .value_name = "KIND", .help = "backoff (default) or simple"},
+                   {.name = "--node-limit", .value_name = "N", .help = "stop past N e-nodes (default none)"},
+                   {.name = "--time-limit", .value_name = "S", .help = "stop after S seconds (default 60)"},
+                   {.name = "--iter-limit", .value_name = "N", .help = "stop after N iterations (default 100000)"}},
+       .run = verb_bench_egraph},
+      {.name = "emit",
+       .operands = "FILE",
+       .num_operands = 1,
+       .summary = "emit the Triton module (kernels and a host function) of a tiled program",
+       .details = "FILE is a type-checked tiled program. The module's forward(*inputs) takes the inputs in\n"
+                  "declared order as torch tensors and returns a tuple of the outputs; block sizes, num_warps\n"
+                  "and num_stages are its keyword arguments. Written to standard output unless -o is given.",
+       .options = {{.name = "-o", .value_name = "FILE", .help = "write the module to FILE"},
+                   {.name = "--unit-axes",
+                    .value_name = "AXES",
+                    .help = "axes fixed to block size 1, e.g. h.0,g.0, or none (default: batch dims of tile_matmul)"}},
+       .run = verb_emit},
+      {.name = "extract",
+       .operands = "FILE",
+       .num_operands = 1,
+       .summary = "extract candidate tiled programs from FILE's e-graph and rank them by the cost model",
+       .details = "Builds FILE's e-graph (united with the --also programs, output by output), saturates it\n"
+                  "(--rules: the rule library's default schedule, a registered set, or none), extracts the\n"
+                  "valid candidates (--mode early: early compression; after: de-duplicate at the end; none:\n"
+                  "every complete program) and ranks them by the optimistic bound for --target (default h200).\n"
+                  "--json prints {\"states_expanded\", \"complete_built\", \"distinct\", \"seconds\",\n"
+                  "\"candidates\": [...]}, each candidate with its kernels, grid and loop axes, estimate and\n"
+                  "the block sizes of that estimate.",
+       .options = {{.name = "--mode", .value_name = "MODE", .help = "early (default), after or none"},
+                   {.name = "--top", .value_name = "K", .help = "print the K best candidates (default 10)"},
+                   {.name = "--target", .value_name = "NAME", .help = "hardware profile: h200 (default), h100, a100, rtx5090, or a .json path"},
+                   {.name = "--json", .value_name = "", .help = "print one JSON object"},
+                   {.name = "--programs", .value_name = "", .help = "print each candidate's program"},
+                   {.name = "--also", .value_name = "FILE", .help = "an equivalent program to unite with FILE", .repeatable = true},
+                   {.name = "--rules", .value_name = "SET", .help = "default (the library's schedule), none, or a rule set"},
+                   {.name = "--node-limit", .value_name = "N", .help = "saturation stops past N e-nodes (default 200000)"},
+                   {.name = "--sat-time-limit", .value_name = "S", .help = "saturation stops after S seconds (default 60)"},
+                   {.name = "--prune", .value_name = "K", .help = "drop partial programs whose bound exceeds the K-th best (default 0: off)"},
+                   {.name = "--max-states", .value_name = "N", .help = "stop after N expanded partial programs (default 5000000)"},
+                   {.name = "--time-limit", .value_name = "S", .help = "stop extraction after S seconds (default 600)"},
+                   {.name = "--depth-first", .value_name = "", .help = "expand depth-first instead of breadth-first"},
+                   {.name = "--no-cost", .value_name = "", .help = "no cost model: candidates in the order found"}},
+       .run = verb_extract},
+      {.name = "rules",
+       .operands = "",
+       .num_operands = 0,
+       .summary = "list the rule library's rules with their families, or check every rule (--verify)",
+       .details = "Lists every rule: name, family, left => right side and conditions, then the counts by\n"
+                  "family. --verify instantiates each rule on a corpus of small programs and compares both\n"
+                  "sides with the reference interpreter on random inputs and block sizes (docs/rules.md);\n"
+                  "--json prints {\"rules\": N, \"verified\": N, \"failed\": [names]}. Exit 1 if a rule fails.",
+       .options = {{.name = "--family", .value_name = "F", .help = "only this family (algebraic, refinement, ...)"},
+                   {.name = "--verify", .value_name = "", .help = "run the soundness check"},
+                   {.name = "--json", .value_name = "", .help = "print the check's summary as JSON"},
+                   {.name = "--samples", .value_name = "N", .help = "instantiations compared per rule (default 4)"},
+                   kSeed},
+       .run = verb_rules},
+      {.name = "prove",
+       .operands = "A B",
+       .num_operands = 2,
+       .summary = "saturate A with the rule library; exit 0 if B's output terms are in A's output classes",
+       .details = "Prints the saturation's statistics and, when proved, the rules that built the e-nodes of\n"
+                  "B's terms (e-node provenance); else the first node of B the e-graph lacks. Exit 1 if not\n"
+                  "proved.",
+       .options = {{.name = "--time-limit", .value_name = "S", .help = "saturation time limit (default 60)"},
+                   {.name = "--node-limit", .value_name = "N", .help = "stop past N e-nodes (default 2000000)"},
+                   {.name = "--iter-limit", .value_name = "N", .help = "stop after N iterations (default 100000)"},
+                   {.name = "--stats", .value_name = "", .help = "print per-rule and per-iteration statistics"}},
+       .run = verb_prove},
+  };
+  return table;
+}
+
+}  // namespace
+}  // namespace eqf::cli
+
+int main(int argc, char** argv) { return eqf::cli::run(eqf::cli::verb_table(), argc, argv); }

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs every test of the project, installing what is missing first:
+#   1. the C++ suite: configure + build in build/ (Release), then ctest;
+#   2. the Python suite: `pip install .`, then pytest on tests/python.
+# Usage: bash tests/run.sh      (from anywhere; EQF_JOBS=N sets build parallelism)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+PY=${PYTHON:-python3}
+JOBS=${EQF_JOBS:-2}
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+
+step() { printf '\n==> %s\n' "$*"; }
+
+# ---- what the build needs ------------------------------------------------------
+if [ ! -f /usr/include/gtest/gtest.h ] && ! dpkg -s libgtest-dev >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then
+    step "installing libgtest-dev"
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y libgtest-dev
+  else
+    echo "GoogleTest is missing: run 'sudo apt-get install libgtest-dev', then run this again" >&2
+    exit 1
+  fi
+fi
+
+missing=()
+command -v cmake >/dev/null || missing+=(cmake)
+command -v ninja >/dev/null || missing+=(ninja)
+for pair in nanobind:nanobind scikit_build_core:scikit-build-core pytest:pytest numpy:numpy; do
+  "$PY" -c "import ${pair%%:*}" 2>/dev/null || missing+=("${pair#*:}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  step "pip install ${missing[*]}"
+  "$PY" -m pip install "${missing[@]}"
+  hash -r
+fi
+
+# ---- C++ -------------------------------------------------------------------------
+step "C++: configure and build (build/, Release)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DEQF_TESTS=ON -DEQF_PYTHON=OFF
+cmake --build build -j "$JOBS"
+
+# A failing suite does not stop the other one: the run reports both, then
+# exits non-zero if either failed.
+status=0
+step "C++: ctest"
+ctest --test-dir build --output-on-failure -j "$JOBS" || status=1
+
+# ---- Python ------------------------------------------------------------------------
+# No build isolation: the build tools were checked above, and build/pip keeps the
+# wheel's build tree between runs so a second run compiles only what changed.
+step "Python: pip install ."
+"$PY" -m pip install . --no-build-isolation -C build-dir=build/pip
+
+step "Python: pytest"
+"$PY" -m pytest tests/python -q || status=1
+
+if [ "$status" -ne 0 ]; then
+  step "FAILED: see the failing tests above"
+fi
+exit "$status"
