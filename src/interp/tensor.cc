@@ -49,7 +49,8 @@ double max_relative_error(const Tensor64& a, const Tensor64& b) {
   Tensor64 bt = b.dims == a.dims ? b : b.transposed(a.dims);
   if (bt.shape != a.shape) throw Error("max_relative_error: shapes differ");
   double scale = 0, err = 0;
-  for (double v : bt.data) scale = std::max(scale, std::fabs(v));
+  for (double v : bt.data)
+    if (std::isfinite(v)) scale = std::max(scale, std::fabs(v));  // infinities are compared exactly below
   scale = std::max(scale, 1e-300);
   for (size_t i = 0; i < a.data.size(); ++i) {
     const double x = a.data[i], y = bt.data[i];
