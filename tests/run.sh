@@ -27,7 +27,10 @@ fi
 missing=()
 command -v cmake >/dev/null || missing+=(cmake)
 command -v ninja >/dev/null || missing+=(ninja)
-for pair in nanobind:nanobind scikit_build_core:scikit-build-core pytest:pytest numpy:numpy; do
+# torch: the CPU build (2.13.0 is the version this project pins for CPU tests);
+# triton: kernels run on the CPU through TRITON_INTERPRET=1 in the tests.
+for pair in nanobind:nanobind scikit_build_core:scikit-build-core pytest:pytest numpy:numpy \
+            torch:torch==2.13.0 triton:triton==3.9.0; do
   "$PY" -c "import ${pair%%:*}" 2>/dev/null || missing+=("${pair#*:}")
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -1,0 +1,217 @@
+// Internal to the Triton emitter: tile values, the kernel emitter that op
+// emitters write through, and the op emitter table.
+//
+// Tiles in an emitted kernel are Triton tensors whose axes are the value's
+// tile dims (DimView, squeezed ones left out) in the dim table's declaration
+// order. Broadcasting is by name: an operand is expanded with `[:, None]`
+// indexing to the dims of the result, so every op emitter works on named dims
+// and never on positions.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/py_names.h"
+#include "eqiforge/codegen/code_writer.h"
+#include "eqiforge/codegen/triton.h"
+#include "eqiforge/lower/kernel.h"
+
+namespace eqf::codegen {
+
+// Python operator precedence, loosest first; an operand looser than its
+// context is parenthesized.
+enum Prec : int { kCmp = 1, kOr = 2, kAnd = 3, kSum = 4, kProduct = 5, kUnary = 6, kAtom = 9 };
+
+struct Expr {
+  std::string text;
+  int prec = kAtom;
+};
+
+// A tile value in a kernel.
+struct Value {
+  Expr expr;
+  std::vector<DimView> dims;  // tile dims in kernel order, squeezed dims left out
+  DType dtype = DType::F32;   // the Triton element type of expr
+  bool literal = false;       // a Python float constant
+  // Exactly 0 at every padded position (a masked load with other=0, and
+  // products and sums of such): reductions and contractions over its dims
+  // need no extra mask.
+  bool zero_padded = false;
+};
+
+// A node's value: one part for a tensor, n for a tuple.
+struct TileTuple {
+  std::vector<Value> parts;
+};
+
+// Statements of one scope: offsets and masks first, then the body; a loop is
+// a header line with a nested block.
+struct StmtBlock {
+  struct Stmt {
+    std::string text;
+    std::unique_ptr<StmtBlock> nested;
+  };
+  std::vector<std::string> prologue;
+  std::vector<Stmt> body;
+};
+
+// Names shared by a module: its kernels' parameter names for buffers, dims
+// and axes (the host function uses the same ones on the launching side).
+struct ModuleNames {
+  std::vector<std::string> buffer;  // Python name of each buffer (host variable)
+  std::string ptr(int b) const { return buffer[size_t(b)] + "_ptr"; }
+  std::string stride(int b, Symbol d) const {
+    return "stride_" + buffer[size_t(b)] + "_" + py_ident(d.str());
+  }
+  static std::string extent(Symbol d) { return py_upper(d.str()); }
+  static std::string block(Axis a) { return "BLOCK_" + py_upper(a.name()); }
+  static std::string count(Axis a) { return "n_" + py_ident(a.name()); }  // host: coordinates of a
+  static std::string block_param(Axis a) { return "block_" + py_ident(a.name()); }
+  // TILE_K for the whole dim k, TILE_K0 for a block of k.0, ...
+  static std::string tile(const DimView& v);
+};
+
+// A kernel's signature, as found while emitting its body.
+struct KernelSignature {
+  std::vector<int> buffers;                 // pointer arguments, first use first
+  std::map<int, std::set<Symbol>> strides;  // buffer -> dims whose stride is read
+  std::set<Symbol> extents;
+  std::set<Axis> blocks;
+  std::map<std::pair<uint32_t, int>, bool> tiles;  // (dim, depth) -> at least 16 (a tl.dot operand)
+  bool input_precision = false;
+};
+
+class KernelEmitter {
+ public:
+  KernelEmitter(const Program& p, const LoweredProgram& lp, int kernel, const ModuleNames& names);
+
+  // Emits the whole kernel (decorator, signature, body).
+  void write(CodeWriter& w);
+  const KernelSignature& signature() const { return sig_; }
+
+  // ---- for op emitters ---------------------------------------------------
+  const Program& program() const { return p_; }
+  [[noreturn]] void fail(NodeId n, const std::string& why) const;
+
+  // Values.
+  Value literal(double v) const;
+  Value to_float(const Value& v) const;  // f32 (f64 stays f64); literals unchanged
+  Expr expand(const Value& v, const std::vector<DimView>& to) const;
+  std::vector<DimView> union_dims(std::span<const Value* const> values) const;
+  // Pointwise building blocks; operands broadcast by dim name.
+  Value binary(const Value& a, std::string_view op, int prec, const Value& b) const;
+  Value compare(const Value& a, std::string_view op, const Value& b) const;
+  Value call(std::string_view fn, std::span<const Value* const> args, bool float_args = true) const;
+  Value call(std::string_view fn, const Value& a) const {
+    const Value* args[] = {&a};
+    return call(fn, args);
+  }
+  Value call(std::string_view fn, const Value& a, const Value& b) const {
+    const Value* args[] = {&a, &b};
+    return call(fn, args);
+  }
+  Value where(const Value& c, const Value& a, const Value& b) const;
+  // v with the positions of d past its extent (or block) set to `identity`;
+  // v itself when it is already zero there and identity is 0. For a squeezed
+  // d (one position) the position's own validity, when it can be invalid.
+  Value masked(const Value& v, const DimView& d, double identity);
+  // How dim d appears in node n's tiles.
+  DimView view_of(NodeId n, Symbol d) const;
+  // A value used more than once: a variable (assigned here when v is an expression).
+  Value bind(const Value& v, std::string_view hint);
+  // Reduces dim d of v: tl.sum / tl.max over its axis, padding masked.
+  Value reduce_dim(const Value& v, const DimView& d, RedBase base);
+
+  // Tiles and constexprs.
+  std::string tile(const DimView& v);  // the TILE_ constexpr of a view
+  void dot_dim(const DimView& v);      // pads the view's tile to at least 16
+  std::string input_precision();       // the INPUT_PRECISION constexpr
+
+  void stmt(const std::string& line);  // a statement in the current scope
+  // A name for values the current node's emitter binds (its let name, or one
+  // from its op).
+  const std::string& hint() const { return hint_; }
+
+ private:
+  struct Coord {
+    std::string expr;   // pid_t0 or t0
+    std::string block;  // BLOCK_T0, or 1 for a unit axis
+  };
+  using ViewKey = std::pair<uint32_t, int>;  // (dim, depth)
+  static ViewKey view_key(const DimView& v) { return {v.dim.raw(), v.depth}; }
+
+  // Scopes.
+  int parent(int scope) const { return scope < 0 ? -2 : kernel_.loops[size_t(scope)].parent; }
+  std::vector<int> chain() const;  // current scope, its parent, ..., -1
+  StmtBlock& block(int scope) { return *blocks_.at(scope); }
+  Coord coord(Axis a) const;
+  int defining_scope(const DimView& v) const;
+
+  // Offsets (global index) and masks of a view, defined once per scope.
+  struct Index {
+    std::string offs;  // variable name; "0" for an index that is always 0
+    std::string mask;  // variable name; empty when every position is valid
+    bool scalar = false;
+  };
+  const Index& index(const DimView& v);
+  Expr offs_expr(const DimView& v, const std::vector<DimView>& to);  // expanded
+  // The AND of the masks of `views` (non-squeezed ones expanded to `to`); empty if none.
+  std::string mask_expr(const std::vector<DimView>& views, const std::vector<DimView>& to);
+
+  void emit_block(const Block& b, int scope);
+  void emit_compute(NodeId n, int scope);
+  void emit_load(const Load& ld, int scope);
+  void emit_loop(int loop_index, int scope);
+  void emit_merge(const Loop& loop, const std::vector<Value>& acc, const std::vector<Value>& blk);
+  void emit_store(const Store& st);
+  Value load_part(const Load& ld, int part, const std::string& name);
+  std::string address(int b, const Buffer& buf, const std::map<Symbol, Expr>& idx, NodeId at);
+
+  const TileTuple& value_of(NodeId n) const;
+  void set_value(NodeId n, int scope, TileTuple v) { values_[{n.v, scope}] = std::move(v); }
+  std::string var_hint(NodeId n) const;
+  std::vector<DimView> tile_dims(const TensorType& t) const;  // non-squeezed views
+  std::vector<DimView> all_views(const TensorType& t) const;  // squeezed ones too
+
+  void use_buffer(int b);
+  std::string stride(int b, Symbol d);
+  std::string extent(Symbol d);
+
+  const Program& p_;
+  const LoweredProgram& lp_;
+  const Kernel& kernel_;
+  const ModuleNames& names_;
+  NameTable locals_;
+  KernelSignature sig_;
+
+  int current_ = -1;
+  std::string hint_;
+  std::map<int, std::string> loop_vars_;  // loop index -> its coordinate variable
+  std::map<Axis, std::string> pids_;      // grid axis -> its program_id variable
+  std::map<int, StmtBlock*> blocks_;
+  StmtBlock top_;
+  std::map<std::pair<uint32_t, int>, TileTuple> values_;
+  std::map<std::pair<ViewKey, int>, Index> indices_;
+  std::map<uint32_t, int> uses_;       // node -> number of uses in this kernel
+  std::map<uint32_t, int> use_scope_;  // node -> scope of (one of) its uses
+  std::map<uint32_t, NodeId> user_;    // node -> (one of) its users; invalid for a store
+  bool reused_through_alias(NodeId n) const;
+  std::set<ViewKey> multi_depth_;  // dims seen at more than one depth
+};
+
+// One emitter per op (triton_ops.cc), dispatched from the op table.
+using OpEmitter = TileTuple (*)(KernelEmitter& k, NodeId n, std::span<const TileTuple> kids);
+OpEmitter op_emitter(Op op);
+
+// The value of a node whose type is a literal (constant folding).
+double fold_literal(const Program& p, NodeId n);
+
+std::string dtype_triton(DType t);  // "tl.float32", ...
+std::string dtype_torch(DType t);   // "torch.float32", ...
+
+}  // namespace eqf::codegen

@@ -1,0 +1,329 @@
+// One Triton emitter per operator, dispatched from the op table (ops.def):
+// an operator added there without an emitter here fails to compile.
+//
+// Emitters receive their operands' tile values and return the node's value
+// as an expression; the kernel emitter decides whether it becomes a variable.
+// Structural operators (partition, combine, preduce, collect, leaves) are
+// formed by the kernel former and the kernel emitter, not here.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "codegen/triton_emit.h"
+
+namespace eqf::codegen {
+namespace {
+
+using Kids = std::span<const TileTuple>;
+
+const Value& one(Kids kids, size_t i) { return kids[i].parts.front(); }
+TileTuple single(Value v) { return TileTuple{{std::move(v)}}; }
+
+bool all_zero_padded(std::initializer_list<const Value*> values, const std::vector<DimView>& dims) {
+  for (const Value* v : values) {
+    if (v->literal) continue;
+    if (!v->zero_padded || v->dims != dims) return false;
+  }
+  return true;
+}
+
+[[noreturn]] TileTuple structural(KernelEmitter& k, NodeId n) {
+  k.fail(n, std::string(op_info(k.program().node(n).op).name) +
+                " reached the op emitters; it is formed by the kernel former (a bug)");
+}
+
+// ---- leaves and structure --------------------------------------------------------
+
+TileTuple emit_Input(KernelEmitter& k, NodeId n, Kids) { structural(k, n); }
+TileTuple emit_Const(KernelEmitter& k, NodeId n, Kids) {
+  return single(k.literal(fold_literal(k.program(), n)));
+}
+TileTuple emit_Iota(KernelEmitter& k, NodeId n, Kids) { structural(k, n); }
+TileTuple emit_Partition(KernelEmitter& k, NodeId n, Kids) { structural(k, n); }
+TileTuple emit_Combine(KernelEmitter& k, NodeId n, Kids) { structural(k, n); }
+TileTuple emit_PReduce(KernelEmitter& k, NodeId n, Kids) { structural(k, n); }
+TileTuple emit_Collect(KernelEmitter& k, NodeId n, Kids) { structural(k, n); }
+// replicate(p, X) of a value computed in the kernel: X does not vary with p.
+TileTuple emit_Replicate(KernelEmitter&, NodeId, Kids kids) { return kids[0]; }
+
+TileTuple emit_Tuple(KernelEmitter&, NodeId, Kids kids) {
+  TileTuple out;
+  for (const TileTuple& t : kids) out.parts.push_back(t.parts.front());
+  return out;
+}
+TileTuple emit_Proj(KernelEmitter& k, NodeId n, Kids kids) {
+  return single(kids[0].parts.at(size_t(k.program().node(n).attrs[0])));
+}
+
+// Layout ops are folded into the addresses of loads; on computed tiles they
+// would need register reshapes.
+[[noreturn]] TileTuple layout_on_tile(KernelEmitter& k, NodeId n) {
+  k.fail(n, std::string(op_info(k.program().node(n).op).name) +
+                " of a value computed inside a kernel is not supported; layout ops are supported on "
+                "materialized tensors (inputs, buffers), below partition/replicate");
+}
+TileTuple emit_Split(KernelEmitter& k, NodeId n, Kids) { layout_on_tile(k, n); }
+TileTuple emit_Merge(KernelEmitter& k, NodeId n, Kids) { layout_on_tile(k, n); }
+TileTuple emit_Rename(KernelEmitter& k, NodeId n, Kids) { layout_on_tile(k, n); }
+
+// ---- pointwise -----------------------------------------------------------------
+
+TileTuple emit_Add(KernelEmitter& k, NodeId, Kids kids) {
+  Value v = k.binary(one(kids, 0), "+", kSum, one(kids, 1));
+  v.zero_padded = all_zero_padded({&one(kids, 0), &one(kids, 1)}, v.dims) && !one(kids, 0).literal &&
+                  !one(kids, 1).literal;
+  return single(v);
+}
+TileTuple emit_Sub(KernelEmitter& k, NodeId, Kids kids) {
+  Value v = k.binary(one(kids, 0), "-", kSum, one(kids, 1));
+  v.zero_padded = all_zero_padded({&one(kids, 0), &one(kids, 1)}, v.dims) && !one(kids, 0).literal &&
+                  !one(kids, 1).literal;
+  return single(v);
+}
+TileTuple emit_Mul(KernelEmitter& k, NodeId, Kids kids) {
+  const Value &a = one(kids, 0), &b = one(kids, 1);
+  Value v = k.binary(a, "*", kProduct, b);
+  // Zero times a finite value: zero-padded values come from loads of finite
+  // data, and literals other than inf and nan are finite.
+  auto finite = [&](const Value& x) {
+    return x.literal ? x.expr.text.find("float(") == std::string::npos : x.zero_padded;
+  };
+  v.zero_padded =
+      (a.zero_padded && a.dims == v.dims && finite(b)) || (b.zero_padded && b.dims == v.dims && finite(a));
+  return single(v);
+}
+TileTuple emit_Div(KernelEmitter& k, NodeId, Kids kids) {
+  return single(k.binary(one(kids, 0), "/", kProduct, one(kids, 1)));
+}
+TileTuple emit_Max2(KernelEmitter& k, NodeId, Kids kids) {
+  return single(k.call("tl.maximum", one(kids, 0), one(kids, 1)));
+}
+TileTuple emit_Min2(KernelEmitter& k, NodeId, Kids kids) {
+  return single(k.call("tl.minimum", one(kids, 0), one(kids, 1)));
+}
+TileTuple emit_Neg(KernelEmitter& k, NodeId, Kids kids) {
+  Value x = k.to_float(one(kids, 0));
+  Value v = x;
+  v.expr = Expr{"-" + (x.expr.prec >= kUnary ? x.expr.text : "(" + x.expr.text + ")"), kUnary};
+  return single(v);
+}
+TileTuple emit_Exp(KernelEmitter& k, NodeId, Kids kids) { return single(k.call("tl.exp", one(kids, 0))); }
+TileTuple emit_Log(KernelEmitter& k, NodeId, Kids kids) { return single(k.call("tl.log", one(kids, 0))); }
+TileTuple emit_Sqrt(KernelEmitter& k, NodeId, Kids kids) { return single(k.call("tl.sqrt", one(kids, 0))); }
+TileTuple emit_Rsqrt(KernelEmitter& k, NodeId, Kids kids) { return single(k.call("tl.rsqrt", one(kids, 0))); }
+TileTuple emit_Sigmoid(KernelEmitter& k, NodeId, Kids kids) {
+  return single(k.call("tl.sigmoid", one(kids, 0)));
+}
+TileTuple emit_Silu(KernelEmitter& k, NodeId, Kids kids) {
+  Value x = k.bind(k.to_float(one(kids, 0)), "silu_in");
+  return single(k.binary(x, "*", kProduct, k.call("tl.sigmoid", x)));
+}
+TileTuple emit_Gelu(KernelEmitter& k, NodeId, Kids kids) {
+  // The exact (erf) form, as the reference interpreter computes it.
+  Value x = k.bind(k.to_float(one(kids, 0)), "gelu_in");
+  Value erf = k.call("tl.erf", k.binary(x, "*", kProduct, k.literal(M_SQRT1_2)));
+  Value half_x = k.binary(k.literal(0.5), "*", kProduct, x);
+  return single(k.binary(half_x, "*", kProduct, k.binary(k.literal(1.0), "+", kSum, erf)));
+}
+TileTuple emit_Tanh(KernelEmitter& k, NodeId, Kids kids) {
+  // tanh(x) = 2 sigmoid(2x) - 1 (triton.language has no portable tanh).
+  Value s = k.call("tl.sigmoid", k.binary(k.literal(2.0), "*", kProduct, one(kids, 0)));
+  return single(k.binary(k.binary(k.literal(2.0), "*", kProduct, s), "-", kSum, k.literal(1.0)));
+}
+TileTuple emit_Pow(KernelEmitter& k, NodeId n, Kids kids) {
+  double c = attr_f64(k.program().node(n).attrs);
+  Value x = k.to_float(one(kids, 0));
+  if (c == 1) return single(x);
+  if (c == 0.5) return single(k.call("tl.sqrt", x));
+  if (c == -0.5) return single(k.call("tl.rsqrt", x));
+  if (c == std::trunc(c) && std::fabs(c) <= 4 && c != 0) {
+    Value b = k.bind(x, "pow_in");
+    Value prod = b;
+    for (int i = 1; i < int(std::fabs(c)); ++i) prod = k.binary(prod, "*", kProduct, b);
+    return single(c > 0 ? prod : k.binary(k.literal(1.0), "/", kProduct, prod));
+  }
+  if (c == 0) return single(k.literal(1.0));
+  if (c == std::trunc(c)) {
+    // |x|^c with the sign of x for odd c.
+    Value b = k.bind(x, "pow_in");
+    Value mag =
+        k.call("tl.exp", k.binary(k.literal(c), "*", kProduct, k.call("tl.log", k.call("tl.abs", b))));
+    if (std::fmod(c, 2.0) == 0) return single(mag);
+    return single(k.where(k.compare(b, "<", k.literal(0)), k.binary(k.literal(0), "-", kSum, mag), mag));
+  }
+  // A non-integer power of a negative number is NaN, as exp(c log x) gives.
+  return single(k.call("tl.exp", k.binary(k.literal(c), "*", kProduct, k.call("tl.log", x))));
+}
+TileTuple emit_Cast(KernelEmitter& k, NodeId n, Kids kids) {
+  DType to = attr_dtype(k.program().node(n).attrs, 0);
+  const Value& x = one(kids, 0);
+  if (to == DType::Bool) {
+    Value v = k.compare(x, "!=", k.literal(0));
+    return single(v);
+  }
+  Value v = x;
+  std::string base = x.expr.prec >= kAtom ? x.expr.text : "(" + x.expr.text + ")";
+  v.expr = Expr{base + ".to(" + dtype_triton(to) + ")", kAtom};
+  v.dtype = to;
+  return single(v);
+}
+TileTuple emit_Lt(KernelEmitter& k, NodeId, Kids kids) {
+  return single(k.compare(one(kids, 0), "<", one(kids, 1)));
+}
+TileTuple emit_Le(KernelEmitter& k, NodeId, Kids kids) {
+  return single(k.compare(one(kids, 0), "<=", one(kids, 1)));
+}
+TileTuple emit_Eq(KernelEmitter& k, NodeId, Kids kids) {
+  return single(k.compare(one(kids, 0), "==", one(kids, 1)));
+}
+TileTuple emit_Where(KernelEmitter& k, NodeId, Kids kids) {
+  return single(k.where(one(kids, 0), one(kids, 1), one(kids, 2)));
+}
+
+// ---- reductions --------------------------------------------------------------------
+
+// A tuple reduction over a dim of one tile, in closed form: the components'
+// plain parts first, then the repaired ones against the reduced values.
+//   exp-sum J:        sum_c x_c * exp(mJ_c - mJ)        (0 where mJ_c = -inf)
+//   welford-mean N:   sum_c n_c * x_c / n               (0 where n = 0)
+//   welford-m2 N A:   sum_c (x_c + n_c * (A_c - A)^2)
+TileTuple reduce_tuple(KernelEmitter& k, NodeId n, const DimView& d, const Reduction& r, const TileTuple& x) {
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  size_t count = r.components.size();
+  if (x.parts.size() != count)
+    k.fail(n, "reduce: the reduction has " + std::to_string(count) + " components but the operand " +
+                  std::to_string(x.parts.size()));
+  if (d.squeezed) {  // a block of one element: itself, or the identity state where it is past the end
+    TileTuple out;
+    for (size_t i = 0; i < count; ++i) out.parts.push_back(k.masked(x.parts[i], d, r.identity(i)));
+    return out;
+  }
+  std::vector<Value> parts(count);
+  std::vector<Value> in(count);
+  for (size_t i = 0; i < count; ++i) in[i] = k.bind(k.to_float(x.parts[i]), k.hint() + "_in");
+  auto name = [&](size_t i) { return k.hint() + "_" + std::to_string(i); };
+  for (size_t i = 0; i < count; ++i) {
+    if (r.components[i].repair != Repair::None) continue;
+    parts[i] = k.bind(k.reduce_dim(in[i], d, r.components[i].base), name(i));
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const RedComponent& c = r.components[i];
+    if (c.repair != Repair::WelfordMean) continue;
+    const Value& cnt = parts[c.arg0];
+    Value total = k.reduce_dim(k.binary(in[c.arg0], "*", kProduct, in[i]), d, RedBase::Add);
+    Value mean = k.binary(total, "/", kProduct, cnt);
+    parts[i] = k.bind(k.where(k.compare(cnt, ">", k.literal(0)), mean, k.literal(0)), name(i));
+  }
+  std::map<size_t, Value> scales;  // per max component: the factors of its exp-sums
+  for (size_t i = 0; i < count; ++i) {
+    const RedComponent& c = r.components[i];
+    if (c.repair == Repair::ExpSum) {
+      if (!scales.count(c.arg0)) {
+        const Value& mj = in[c.arg0];
+        Value scale = k.where(k.compare(mj, "==", k.literal(neg_inf)), k.literal(0),
+                              k.call("tl.exp", k.binary(mj, "-", kSum, parts[c.arg0])));
+        scales.emplace(c.arg0, k.bind(scale, "scale"));
+      }
+      parts[i] =
+          k.bind(k.reduce_dim(k.binary(in[i], "*", kProduct, scales.at(c.arg0)), d, RedBase::Add), name(i));
+    } else if (c.repair == Repair::WelfordM2) {
+      Value dev = k.binary(in[c.arg1], "-", kSum, parts[c.arg1]);
+      Value shift = k.binary(in[c.arg0], "*", kProduct, k.binary(dev, "*", kProduct, dev));
+      parts[i] = k.bind(k.reduce_dim(k.binary(in[i], "+", kSum, shift), d, RedBase::Add), name(i));
+    }
+  }
+  return TileTuple{parts};
+}
+
+TileTuple emit_Reduce(KernelEmitter& k, NodeId n, Kids kids) {
+  const Node& node = k.program().node(n);
+  Symbol d = attr_sym(node.attrs, 0);
+  RedId red = attr_red(node.attrs, 1);
+  const TileTuple& x = kids[0];
+  // The reduced dim's view is the operand's (the result no longer has it).
+  DimView view = k.view_of(k.program().children(n)[0], d);
+  if (red.is_plain()) return single(k.reduce_dim(x.parts.front(), view, red.get().components[0].base));
+  return reduce_tuple(k, n, view, red.get(), x);
+}
+
+// A contraction over k: tl.dot for two 2-D operands (rows x k, k x cols),
+// padded to tiles of at least 16; otherwise a broadcast product and tl.sum.
+TileTuple contract(KernelEmitter& k, NodeId n, Kids kids) {
+  const Program& p = k.program();
+  Symbol kd = attr_sym(p.node(n).attrs, 0);
+  DType dtype = p.type(n).get().tensor().dtype;
+  const Value &a0 = one(kids, 0), &b0 = one(kids, 1);
+  auto find = [&](const Value& v) {
+    return std::find_if(v.dims.begin(), v.dims.end(), [&](const DimView& x) { return x.dim == kd; });
+  };
+  if (find(a0) == a0.dims.end() || find(b0) == b0.dims.end()) {
+    // k squeezed: a block of one element, the product itself.
+    return single(k.masked(k.binary(a0, "*", kProduct, b0), k.view_of(p.children(n)[0], kd), 0.0));
+  }
+  DimView kv = *find(a0);
+  // Padded k positions must contribute 0 (and no NaN from inf * 0).
+  Value a = k.masked(a0, kv, 0.0), b = k.masked(b0, kv, 0.0);
+
+  bool dot = a.dims.size() == 2 && b.dims.size() == 2;
+  DimView rows{}, cols{};
+  if (dot) {
+    rows = a.dims[0].dim == kd ? a.dims[1] : a.dims[0];
+    cols = b.dims[0].dim == kd ? b.dims[1] : b.dims[0];
+    dot = rows.dim != cols.dim;
+  }
+  if (!dot) {
+    const Value* args[] = {&a, &b};
+    std::vector<DimView> all = k.union_dims(args);
+    size_t pos = size_t(std::find_if(all.begin(), all.end(), [&](const DimView& x) { return x.dim == kd; }) -
+                        all.begin());
+    Value prod = k.binary(a, "*", kProduct, b);
+    Value out;
+    out.dims = all;
+    out.dims.erase(out.dims.begin() + long(pos));
+    out.expr = Expr{"tl.sum(" + prod.expr.text + ", axis=" + std::to_string(pos) + ")", kAtom};
+    out.zero_padded = a0.zero_padded && b0.zero_padded;
+    return single(out);
+  }
+  k.dot_dim(rows);
+  k.dot_dim(kv);
+  k.dot_dim(cols);
+  auto operand = [&](const Value& v, bool k_first) {
+    Value f = v;
+    std::string text = v.expr.text;
+    bool is_f16 = dtype == DType::F16 || dtype == DType::BF16;
+    if (is_f16 && v.dtype != dtype)
+      text = (v.expr.prec >= kAtom ? text : "(" + text + ")") + ".to(" + dtype_triton(dtype) + ")";
+    else if (!is_f16)
+      text = k.to_float(v).expr.text;
+    bool stored_k_first = v.dims[0].dim == kd;
+    if (stored_k_first != k_first) text = "tl.trans(" + text + ")";
+    return text;
+  };
+  std::string call = "tl.dot(" + operand(a, false) + ", " + operand(b, true);
+  if (dtype == DType::F32) call += ", input_precision=" + k.input_precision();
+  call += ")";
+  Value out;
+  // tl.dot gives (rows, cols); the kernel's dim order may want (cols, rows).
+  bool swapped = p.dims.order(cols.dim) < p.dims.order(rows.dim);
+  out.dims = swapped ? std::vector<DimView>{cols, rows} : std::vector<DimView>{rows, cols};
+  out.expr = Expr{swapped ? "tl.trans(" + call + ")" : call, kAtom};
+  out.zero_padded = a0.zero_padded && b0.zero_padded;
+  return single(out);
+}
+
+TileTuple emit_MatMul(KernelEmitter& k, NodeId n, Kids kids) { return contract(k, n, kids); }
+TileTuple emit_TileMatMul(KernelEmitter& k, NodeId n, Kids kids) { return contract(k, n, kids); }
+
+constexpr OpEmitter kEmitters[] = {
+#define EQF_OP(Enum, text, arity, attrs, props) &emit_##Enum,
+#include "eqiforge/ir/ops.def"
+#undef EQF_OP
+};
+static_assert(sizeof(kEmitters) / sizeof(kEmitters[0]) == size_t(kNumOps));
+
+}  // namespace
+
+OpEmitter op_emitter(Op op) { return kEmitters[size_t(op)]; }
+
+}  // namespace eqf::codegen

@@ -1,0 +1,272 @@
+// Tile values of emitted kernels: broadcasting by dim name, pointwise
+// building blocks, masking of padded positions, constant folding.
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+
+#include "codegen/triton_emit.h"
+
+namespace eqf::codegen {
+namespace {
+
+std::string atom(const Expr& e) { return e.prec >= kAtom ? e.text : "(" + e.text + ")"; }
+std::string at_least(const Expr& e, int prec) { return e.prec >= prec ? e.text : "(" + e.text + ")"; }
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+bool has_dim(const std::vector<DimView>& dims, Symbol d) {
+  return std::any_of(dims.begin(), dims.end(), [&](const DimView& v) { return v.dim == d; });
+}
+
+DType arith_dtype(std::span<const Value* const> values) {
+  for (const Value* v : values)
+    if (!v->literal && v->dtype == DType::F64) return DType::F64;
+  return DType::F32;
+}
+
+}  // namespace
+
+std::string ModuleNames::tile(const DimView& v) {
+  if (v.depth == 0) return "TILE_" + py_upper(v.dim.str());
+  return "TILE_" + py_upper(Axis{v.dim, uint8_t(v.depth - 1)}.name());
+}
+
+std::string dtype_triton(DType t) {
+  switch (t) {
+    case DType::F16:
+      return "tl.float16";
+    case DType::BF16:
+      return "tl.bfloat16";
+    case DType::F32:
+      return "tl.float32";
+    case DType::F64:
+      return "tl.float64";
+    case DType::I32:
+      return "tl.int32";
+    case DType::Bool:
+      return "tl.int1";
+  }
+  return "tl.float32";
+}
+
+std::string dtype_torch(DType t) {
+  switch (t) {
+    case DType::F16:
+      return "torch.float16";
+    case DType::BF16:
+      return "torch.bfloat16";
+    case DType::F32:
+      return "torch.float32";
+    case DType::F64:
+      return "torch.float64";
+    case DType::I32:
+      return "torch.int32";
+    case DType::Bool:
+      return "torch.bool";
+  }
+  return "torch.float32";
+}
+
+double fold_literal(const Program& p, NodeId n) {
+  const Node& node = p.node(n);
+  auto kid = [&](size_t i) { return fold_literal(p, p.children(n)[i]); };
+  switch (node.op) {
+    case Op::Const:
+      return attr_f64(node.attrs);
+    case Op::Add:
+      return kid(0) + kid(1);
+    case Op::Sub:
+      return kid(0) - kid(1);
+    case Op::Mul:
+      return kid(0) * kid(1);
+    case Op::Div:
+      return kid(0) / kid(1);
+    case Op::Max2:
+      return std::max(kid(0), kid(1));
+    case Op::Min2:
+      return std::min(kid(0), kid(1));
+    case Op::Neg:
+      return -kid(0);
+    case Op::Exp:
+      return std::exp(kid(0));
+    case Op::Log:
+      return std::log(kid(0));
+    case Op::Sqrt:
+      return std::sqrt(kid(0));
+    case Op::Rsqrt:
+      return 1.0 / std::sqrt(kid(0));
+    case Op::Sigmoid:
+      return 1.0 / (1.0 + std::exp(-kid(0)));
+    case Op::Silu:
+      return kid(0) / (1.0 + std::exp(-kid(0)));
+    case Op::Gelu:
+      return 0.5 * kid(0) * (1.0 + std::erf(kid(0) * M_SQRT1_2));
+    case Op::Tanh:
+      return std::tanh(kid(0));
+    case Op::Pow:
+      return std::pow(kid(0), attr_f64(node.attrs));
+    case Op::Cast: {
+      DType to = attr_dtype(node.attrs, 0);
+      if (to == DType::I32) return std::trunc(kid(0));
+      if (to == DType::Bool) return kid(0) != 0 ? 1.0 : 0.0;
+      return kid(0);
+    }
+    case Op::Lt:
+      return kid(0) < kid(1) ? 1.0 : 0.0;
+    case Op::Le:
+      return kid(0) <= kid(1) ? 1.0 : 0.0;
+    case Op::Eq:
+      return kid(0) == kid(1) ? 1.0 : 0.0;
+    case Op::Where:
+      return kid(0) != 0 ? kid(1) : kid(2);
+    default:
+      throw Error(
+          p.file, node.loc,
+          "codegen: " + std::string(op_info(node.op).name) + " has a literal type but no constant value");
+  }
+}
+
+// ---- KernelEmitter: values ---------------------------------------------------------
+
+Value KernelEmitter::literal(double v) const {
+  Value out;
+  out.expr = Expr{py_float(v), v < 0 ? kUnary : kAtom};
+  out.literal = true;
+  out.zero_padded = v == 0;
+  return out;
+}
+
+Value KernelEmitter::to_float(const Value& v) const {
+  if (v.literal || v.dtype == DType::F32 || v.dtype == DType::F64) return v;
+  Value out = v;
+  out.expr = Expr{atom(v.expr) + ".to(tl.float32)", kAtom};
+  out.dtype = DType::F32;
+  return out;
+}
+
+std::vector<DimView> KernelEmitter::union_dims(std::span<const Value* const> values) const {
+  std::vector<DimView> out;
+  for (const Value* v : values)
+    for (const DimView& d : v->dims)
+      if (!has_dim(out, d.dim)) out.push_back(d);
+  std::sort(out.begin(), out.end(),
+            [&](const DimView& a, const DimView& b) { return p_.dims.order(a.dim) < p_.dims.order(b.dim); });
+  return out;
+}
+
+Expr KernelEmitter::expand(const Value& v, const std::vector<DimView>& to) const {
+  if (v.literal || v.dims.empty() || v.dims == to) return v.expr;
+  std::string index;
+  for (const DimView& d : to)
+    index += std::string(index.empty() ? "" : ", ") + (has_dim(v.dims, d.dim) ? ":" : "None");
+  for (const DimView& d : v.dims)
+    if (!has_dim(to, d.dim))
+      throw Error("codegen: internal error: cannot broadcast a tile with dim " + std::string(d.dim.str()) +
+                  " to tiles without it");
+  return Expr{atom(v.expr) + "[" + index + "]", kAtom};
+}
+
+Value KernelEmitter::binary(const Value& a0, std::string_view op, int prec, const Value& b0) const {
+  Value a = to_float(a0), b = to_float(b0);
+  const Value* args[] = {&a, &b};
+  Value out;
+  out.dims = union_dims(args);
+  out.dtype = arith_dtype(args);
+  std::string left = at_least(expand(a, out.dims), prec);
+  std::string right = at_least(expand(b, out.dims), prec + 1);
+  out.expr = Expr{left + " " + std::string(op) + " " + right, prec};
+  return out;
+}
+
+Value KernelEmitter::compare(const Value& a, std::string_view op, const Value& b) const {
+  const Value* args[] = {&a, &b};
+  Value out;
+  out.dims = union_dims(args);
+  out.dtype = DType::Bool;
+  // Both sides tighter than a comparison: Python would chain `a < b < c`.
+  std::string left = at_least(expand(a, out.dims), kCmp + 1);
+  std::string right = at_least(expand(b, out.dims), kCmp + 1);
+  out.expr = Expr{left + " " + std::string(op) + " " + right, kCmp};
+  return out;
+}
+
+Value KernelEmitter::call(std::string_view fn, std::span<const Value* const> args0, bool float_args) const {
+  std::vector<Value> args;
+  for (const Value* a : args0) args.push_back(float_args ? to_float(*a) : *a);
+  std::vector<const Value*> ptrs;
+  for (const Value& a : args) ptrs.push_back(&a);
+  Value out;
+  out.dims = union_dims(ptrs);
+  out.dtype = arith_dtype(ptrs);
+  std::string text = std::string(fn) + "(";
+  for (size_t i = 0; i < args.size(); ++i) text += (i ? ", " : "") + expand(args[i], out.dims).text;
+  out.expr = Expr{text + ")", kAtom};
+  return out;
+}
+
+Value KernelEmitter::where(const Value& c, const Value& a0, const Value& b0) const {
+  Value a = to_float(a0), b = to_float(b0);
+  const Value* args[] = {&c, &a, &b};
+  Value out;
+  out.dims = union_dims(args);
+  const Value* branches[] = {&a, &b};
+  out.dtype = arith_dtype(branches);
+  out.expr = Expr{"tl.where(" + expand(c, out.dims).text + ", " + expand(a, out.dims).text + ", " +
+                      expand(b, out.dims).text + ")",
+                  kAtom};
+  return out;
+}
+
+DimView KernelEmitter::view_of(NodeId n, Symbol d) const {
+  for (const DimView& v : all_views(p_.type(n).get().parts.front()))
+    if (v.dim == d) return v;
+  return DimView{d, 0, true};
+}
+
+Value KernelEmitter::masked(const Value& v, const DimView& d, double identity) {
+  if (!d.squeezed && !has_dim(v.dims, d.dim)) return v;
+  if (identity == 0 && v.zero_padded) return v;
+  const Index& ix = index(d);
+  if (ix.mask.empty()) return v;
+  Value mask;
+  mask.expr = Expr{ix.mask, kAtom};
+  if (!ix.scalar) mask.dims = {d};
+  mask.dtype = DType::Bool;
+  Value out = where(mask, v, literal(identity));
+  out.dims = v.dims;  // the mask's dim is v's own
+  out.zero_padded = false;
+  return out;
+}
+
+Value KernelEmitter::bind(const Value& v, std::string_view hint) {
+  if (v.literal || is_identifier(v.expr.text)) return v;
+  Value out = v;
+  std::string name = locals_.fresh(hint);
+  stmt(name + " = " + v.expr.text);
+  out.expr = Expr{name, kAtom};
+  return out;
+}
+
+Value KernelEmitter::reduce_dim(const Value& v, const DimView& d, RedBase base) {
+  bool plus = base == RedBase::Add;
+  double identity = plus ? 0.0 : -std::numeric_limits<double>::infinity();
+  auto it = std::find_if(v.dims.begin(), v.dims.end(), [&](const DimView& x) { return x.dim == d.dim; });
+  if (it == v.dims.end()) return masked(v, d, identity);  // squeezed: a block of one element
+  Value x = masked(to_float(v), d, identity);
+  Value out;
+  out.dims = v.dims;
+  out.dims.erase(out.dims.begin() + (it - v.dims.begin()));
+  out.dtype = x.dtype;
+  out.zero_padded = v.zero_padded;
+  out.expr = Expr{std::string(plus ? "tl.sum(" : "tl.max(") + x.expr.text +
+                      ", axis=" + std::to_string(it - v.dims.begin()) + ")",
+                  kAtom};
+  return out;
+}
+
+}  // namespace eqf::codegen

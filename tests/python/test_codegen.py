@@ -1,0 +1,252 @@
+"""Emitted Triton modules, run with Triton's interpreter on CPU tensors,
+against the reference interpreter (eqiforge.check): every tiled example at
+its own sizes with several block sizes (ragged ones included), the 3-D
+fallback of tile_matmul, strided inputs, fp16, every pointwise op, and the
+errors for programs that have no kernel form."""
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+# Triton decides at import time whether its own library functions
+# (tl.cdiv, tl.sum, ...) are interpreted: set this before importing it.
+os.environ["TRITON_INTERPRET"] = "1"
+
+import pytest  # noqa: E402
+
+pytest.importorskip("triton")
+torch = pytest.importorskip("torch")
+
+import importlib  # noqa: E402
+
+import eqiforge  # noqa: E402
+
+# The checker is the submodule eqiforge.check; importing it makes Python bind
+# the package attribute `check` (the type-check function) to the submodule,
+# so restore the function for the other tests.
+check = importlib.import_module("eqiforge.check")
+eqiforge.check = eqiforge._core.check
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+# Hand-written tiled forms: every example but the naive ones and the
+# (naive, paper-sized) workloads.
+TILED = sorted(
+    str(p.relative_to(EXAMPLES))
+    for p in EXAMPLES.glob("*/*.eqf")
+    if p.name != "naive.eqf" and p.parent.name != "workloads"
+)
+WORKLOADS = sorted(p.name for p in (EXAMPLES / "workloads").glob("*.eqf"))
+NAIVE = sorted(str(p.relative_to(EXAMPLES)) for p in EXAMPLES.glob("*/naive.eqf"))
+TOL = check.TOLERANCE_FP32
+
+
+def text_of(name):
+    return (EXAMPLES / name).read_text()
+
+
+@pytest.fixture(scope="module")
+def modules():
+    """Emitted modules, loaded once per (program text, unit axes)."""
+    cache = {}
+
+    def get(text, unit_axes=None):
+        key = (text, None if unit_axes is None else tuple(unit_axes))
+        if key not in cache:
+            os.environ["TRITON_INTERPRET"] = "1"
+            cache[key] = check.load_module(check.emit(text, unit_axes), f"m{len(cache)}")
+        return cache[key]
+
+    return get
+
+
+def assert_close(trials, tol=TOL):
+    for t in trials:
+        for name, err in t.errors.items():
+            assert err <= tol, f"{name}: relative error {err:.3g} with blocks {t.blocks}"
+
+
+def test_every_tiled_example_is_covered():
+    assert len(TILED) >= 10, TILED
+
+
+@pytest.mark.parametrize("name", TILED)
+def test_example_defaults_and_random_blocks(name, modules):
+    # Trial 0: the module's default block sizes; trials 1..3: random ones,
+    # mostly not dividing the extents.
+    text = text_of(name)
+    assert_close(check.check_program(text, seed=11, trials=4, module=modules(text)))
+
+
+# Hand-picked sizes: blocks of 1, blocks larger than the dim, non-powers of two.
+FIXED = {
+    "matmul/split_k.eqf": [{"m.0": 1, "k.0": 20, "n.0": 3}, {"m.0": 5, "k.0": 1, "n.0": 16}],
+    "matmul/split_k_two_levels.eqf": [{"m.0": 12, "k.0": 7, "k.1": 3}, {"m.0": 3, "k.0": 20, "k.1": 1}],
+    "attention/flash.eqf": [{"s.0": 1, "t.0": 13}, {"s.0": 10, "t.0": 3}, {"s.0": 6, "t.0": 16}],
+    "attention_decode/flash_decoding.eqf": [{"t.0": 1}, {"t.0": 29}, {"t.0": 7}],
+    "attention_decode/split_channels.eqf": [{"t.0": 5, "f.0": 3}, {"t.0": 29, "f.0": 1}],
+    "rmsnorm_mlp/factor_after_fused.eqf": [{"k.0": 24, "n.0": 7}, {"k.0": 5, "n.0": 20}],
+    "lora/two_kernels.eqf": [{"k.0": 7, "n.0": 3, "r.0": 3}, {"k.0": 24, "n.0": 20, "r.0": 1}],
+    "lora/one_kernel.eqf": [{"k.0": 9, "n.0": 6}],
+    "layernorm/one_pass_tuple.eqf": [{"m.0": 2, "k.0": 5}, {"m.0": 5, "k.0": 23}],
+    "layernorm/one_pass_welford.eqf": [{"m.0": 3, "k.0": 1}, {"m.0": 1, "k.0": 6}],
+}
+
+
+@pytest.mark.parametrize("name,blocks", [(n, b) for n, bs in FIXED.items() for b in bs])
+def test_example_fixed_blocks(name, blocks, modules):
+    text = text_of(name)
+    assert_close(check.check_program(text, seed=5, trials=1, blocks=blocks, module=modules(text)))
+
+
+@pytest.mark.parametrize(
+    "name,blocks",
+    [
+        ("attention/flash.eqf", {"h.0": 2, "s.0": 3, "t.0": 5}),
+        ("attention_decode/flash_decoding.eqf", {"h.0": 2, "t.0": 6}),
+        ("attention_decode/split_channels.eqf", {"h.0": 3, "t.0": 8, "f.0": 5}),
+    ],
+)
+def test_heads_in_the_tile_use_the_broadcast_contraction(name, blocks, modules):
+    # Without unit axes the head dim stays in the tiles: 3-D operands, so
+    # tile_matmul is a broadcast product and tl.sum instead of tl.dot.
+    text = text_of(name)
+    module = modules(text, [])
+    assert "tl.dot(" not in Path(module.__file__).read_text()
+    assert_close(check.check_program(text, seed=2, trials=2, blocks=blocks, module=module))
+
+
+@pytest.mark.parametrize(
+    "name,units,blocks",
+    [
+        # k.1 of block 1 inside ragged k.0 blocks: its single position can be
+        # past the end of k, so the squeezed dim keeps a scalar mask.
+        ("matmul/split_k_two_levels.eqf", ["k.1"], {"m.0": 5, "k.0": 7}),
+        ("matmul/split_k.eqf", ["k.0", "m.0"], {"n.0": 4}),
+        ("layernorm/one_pass_welford.eqf", ["k.0"], {"m.0": 2}),
+        ("attention/flash.eqf", ["h.0", "t.0"], {"s.0": 4}),
+    ],
+)
+def test_unit_axes_on_reduced_dims(name, units, blocks, modules):
+    text = text_of(name)
+    assert_close(check.check_program(text, seed=4, trials=2, blocks=blocks, module=modules(text, units)))
+
+
+def test_strided_inputs(modules):
+    # Inputs are used through their strides: a transposed view and a slice.
+    text = text_of("attention/flash.eqf")
+    module = modules(text)
+    inputs = eqiforge.random_inputs(text, seed=4)
+    want = eqiforge.evaluate(text, seed=4, blocks={"h.0": 1, "s.0": 4, "t.0": 8}, inputs=inputs)["o"]
+    q = torch.tensor(inputs["q"], dtype=torch.float32)
+    q_strided = q.transpose(1, 2).contiguous().transpose(1, 2)  # [h s e] with e outermost in memory
+    k = torch.tensor(inputs["k"], dtype=torch.float32)
+    k_padded = torch.zeros(k.shape[0], k.shape[1], k.shape[2] + 5)
+    k_padded[:, :, : k.shape[2]] = k
+    k_slice = k_padded[:, :, : k.shape[2]]  # row stride larger than the row
+    v = torch.tensor(inputs["v"], dtype=torch.float32)
+    assert not q_strided.is_contiguous() and not k_slice.is_contiguous()
+    (o,) = module.forward(q_strided, k_slice, v, block_s0=4, block_t0=8)
+    assert check.relative_error(o.double().numpy(), want) <= TOL
+
+
+def test_fp16_program_within_half_tolerance(modules):
+    text = text_of("attention/flash.eqf").replace(" f32 ", " f16 ")
+    assert check.tolerance_for(text) == check.TOLERANCE_HALF
+    module = modules(text)
+    source = Path(module.__file__).read_text()
+    assert "tl.float16" in source  # the contractions run on fp16 operands
+    assert_close(check.check_program(text, seed=1, trials=2, module=module), check.TOLERANCE_HALF)
+
+
+POINTWISE = {
+    "add": "(add xt 0.5)", "sub": "(sub 0.5 xt)", "mul": "(mul xt xt)", "div": "(div xt 1.5)",
+    "max2": "(max2 xt 0.1)", "min2": "(min2 xt 0.1)", "neg": "(neg xt)", "exp": "(exp xt)",
+    "log": "(log (add xt 2))", "sqrt": "(sqrt (add xt 2))", "rsqrt": "(rsqrt (add xt 2))",
+    "sigmoid": "(sigmoid xt)", "silu": "(silu xt)", "gelu": "(gelu xt)", "tanh": "(tanh xt)",
+    "pow2": "(pow 2 xt)", "pow3": "(pow 3 xt)", "pow-1": "(pow -1 (add xt 2))", "pow0.5": "(pow 0.5 (add xt 2))",
+    "pow1.5": "(pow 1.5 (add xt 2))", "pow5": "(pow 5 xt)", "pow6": "(pow 6 xt)",
+    "lt": "(where (lt xt 0) xt 0.25)", "le": "(where (le xt 0) 1.0 xt)", "eq": "(where (eq xt xt) xt 0)",
+    "cast": "(cast f32 xt)", "where-iota": "(where (lt (partition m.0 m (iota m)) 3) xt (neg xt))",
+    "sum": "(add xt (sum k xt))", "max": "(sub xt (max k xt))",
+}
+
+
+@pytest.mark.parametrize("op", sorted(POINTWISE))
+def test_each_op(op, modules):
+    text = f"""(program ops (dims (m 7) (k 5)) (input x f32 [m k])
+      (let xt (partition m.0 m x))
+      (output y [m k] (combine m.0 m {POINTWISE[op]})))"""
+    assert_close(check.check_program(text, seed=3, trials=2, module=modules(text)))
+
+
+def test_small_resizes_a_large_program():
+    big = text_of("attention/flash.eqf").replace("(dims (h 2) (s 10) (t 13) (e 8) (f 6))",
+                                                 "(dims (h 16) (s 4096) (t 4096) (e 64) (f 64))")
+    small = check.resize_small(big, seed=1)
+    dims = check._dims(small)
+    assert all(v <= 13 for v in dims.values()), dims
+    assert check.main([str(EXAMPLES / "attention/flash.eqf"), "--small", "--trials", "1"]) == 0
+
+
+@pytest.mark.parametrize("name", NAIVE)
+def test_naive_examples_run_as_one_program(name, modules):
+    text = text_of(name)
+    assert_close(check.check_program(text, seed=3, trials=1, module=modules(text)))
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_small_workloads(name, modules):
+    # Paper-sized naive workloads re-sized small: one program on whole tiles.
+    text = check.resize_small((EXAMPLES / "workloads" / name).read_text(), seed=7)
+    assert_close(check.check_program(text, seed=7, trials=1, module=modules(text)), check.tolerance_for(text))
+
+
+GOLDEN = {
+    "attention_flash.py": "attention/flash.eqf",
+    "attention_decode_flash_decoding.py": "attention_decode/flash_decoding.eqf",
+    "rmsnorm_mlp_factor_after_fused.py": "rmsnorm_mlp/factor_after_fused.eqf",
+}
+
+
+@pytest.mark.parametrize("golden", sorted(GOLDEN))
+def test_golden_modules_compute_their_programs(golden):
+    # The C++ tests keep the golden texts stable; this keeps them right.
+    path = ROOT / "tests" / "golden" / golden
+    text = text_of(GOLDEN[golden])
+    assert check.emit(text, source=f"examples/{GOLDEN[golden]}").split("\n", 1)[1] == path.read_text().split("\n", 1)[1]
+    module = check.load_module(path.read_text(), "golden_" + golden[:-3])
+    assert_close(check.check_program(text, seed=9, trials=2, module=module))
+
+
+def test_emit_verb_writes_the_module(tmp_path):
+    out = tmp_path / "kernels.py"
+    done = subprocess.run([check._emitter(), "emit", str(EXAMPLES / "lora/one_kernel.eqf"), "-o", str(out)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert "def forward(x, w, a, b, *, block_k0=None, block_n0=None" in out.read_text()
+    bad = subprocess.run([check._emitter(), "emit", str(EXAMPLES / "lora/one_kernel.eqf"), "--unit-axes", "k"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2
+    assert "--unit-axes expects axes such as h.0" in bad.stderr
+
+
+def test_a_wrong_module_fails_the_check():
+    # The check must be able to fail: a module whose output is off by a bit.
+    text = text_of("lora/one_kernel.eqf")
+    module = check.load_module(check.emit(text), "wrong")
+    forward = module.forward
+    module.forward = lambda *a, **kw: tuple(o * (1 + 1e-3) for o in forward(*a, **kw))
+    trials = check.check_program(text, trials=1, module=module)
+    assert trials[0].max_error > TOL
+
+
+def test_unsupported_structure_is_an_error_naming_the_node(tmp_path, capsys):
+    bad = tmp_path / "bad.eqf"
+    bad.write_text("""(program t (dims (m 4) (k 6)) (input x f32 [m k])
+      (output y [m] (preduce k.0 + (combine m.0 m (sum k (partition m.0 m (partition k.0 k x)))))))""")
+    assert check.main([str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"bad\.eqf:2:\d+: error: lowering: combine of m\.0 inside a kernel", err), err
