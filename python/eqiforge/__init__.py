@@ -5,7 +5,7 @@ re-exports its functions. Programs are IR text (see docs/ir.md in the
 repository); tensors are float64 numpy arrays in the declared layouts.
 
     >>> import eqiforge
-    >>> eqiforge.check(text)                    # [(output name, type text), ...]
+    >>> eqiforge.typecheck(text)                # [(output name, type text), ...]
     >>> eqiforge.evaluate(text, seed=0, blocks={"t.0": 16})
     >>> eqiforge.equiv(naive_text, tiled_text) <= eqiforge.TOLERANCE
 
@@ -20,14 +20,34 @@ from ._core import (
     IRError,
     TOLERANCE,
     axes,
-    check,
     equiv,
     evaluate,
     print_program,
     random_inputs,
 )
 
+from ._core import check as typecheck  # `eqiforge.check` is the kernel checker module
+
 IRError.__module__ = __name__  # shown as eqiforge.IRError in tracebacks
+
+
+def __getattr__(name):
+    # The PyTorch-facing API imports torch: load it on first use, so that
+    # `import eqiforge` stays light for IR-only use.
+    if name in ("optimize", "OptimizedProgram"):
+        from . import api
+
+        return getattr(api, name)
+    if name == "OptionError":
+        from .options import OptionError
+
+        return OptionError
+    if name == "to_ir":
+        from .frontend import to_ir
+
+        return to_ir
+    raise AttributeError(f"module 'eqiforge' has no attribute {name!r}")
+
 
 try:
     __version__ = _version("eqiforge")
@@ -37,8 +57,11 @@ except PackageNotFoundError:  # imported from a build tree, not installed
 __all__ = [
     "IRError",
     "TOLERANCE",
+    "OptionError",
     "axes",
-    "check",
+    "optimize",
+    "to_ir",
+    "typecheck",
     "equiv",
     "evaluate",
     "print_program",

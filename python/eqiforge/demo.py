@@ -79,7 +79,7 @@ def run_example(ex: Example, seed: int, trials: int, problems: list[str]) -> lis
     naive_text = ex.naive.read_text()
     naive = Row(ex.name, "naive", error="-", result="reference")
     try:
-        naive.outputs = ", ".join(f"{name}: {ty}" for name, ty in eqiforge.check(naive_text, _label(ex.name, ex.naive)))
+        naive.outputs = ", ".join(f"{name}: {ty}" for name, ty in eqiforge.typecheck(naive_text, _label(ex.name, ex.naive)))
         naive.axes = ", ".join(eqiforge.axes(naive_text, _label(ex.name, ex.naive))) or "-"
         values = eqiforge.evaluate(naive_text, seed=seed, file=_label(ex.name, ex.naive))
         if not all(v.size and math.isfinite(float(abs(v).max())) for v in values.values()):
@@ -95,7 +95,7 @@ def run_example(ex: Example, seed: int, trials: int, problems: list[str]) -> lis
         row = Row(ex.name, _stem(f))
         text = f.read_text()
         try:
-            row.outputs = ", ".join(f"{name}: {ty}" for name, ty in eqiforge.check(text, _label(ex.name, f)))
+            row.outputs = ", ".join(f"{name}: {ty}" for name, ty in eqiforge.typecheck(text, _label(ex.name, f)))
             row.axes = ", ".join(eqiforge.axes(text, _label(ex.name, f))) or "-"
             if naive.result == "ERROR":
                 raise eqiforge.IRError("naive.eqf failed; nothing to compare with")

@@ -22,11 +22,8 @@ import importlib  # noqa: E402
 
 import eqiforge  # noqa: E402
 
-# The checker is the submodule eqiforge.check; importing it makes Python bind
-# the package attribute `check` (the type-check function) to the submodule,
-# so restore the function for the other tests.
+# The kernel checker is the submodule eqiforge.check (python -m eqiforge.check).
 check = importlib.import_module("eqiforge.check")
-eqiforge.check = eqiforge._core.check
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

@@ -12,7 +12,7 @@ POSITION = re.compile(r"^bad\.eqf:\d+:\d+: error: ")
 
 
 def test_check_lists_outputs_with_types():
-    assert eqiforge.check(NAIVE) == [("c", "f32[m n]")]
+    assert eqiforge.typecheck(NAIVE) == [("c", "f32[m n]")]
 
 
 def test_print_program_is_canonical_and_stable():
@@ -76,7 +76,7 @@ def test_irerror_is_a_valueerror():
 def test_syntax_error_has_position():
     bad = "(program p\n  (dims (m 2))\n  (input x f32 [m])\n  (output y [m] (add x)))\n"
     with pytest.raises(eqiforge.IRError) as info:
-        eqiforge.check(bad, "bad.eqf")
+        eqiforge.typecheck(bad, "bad.eqf")
     assert POSITION.match(str(info.value)), str(info.value)
     assert "add" in str(info.value)
 
@@ -84,7 +84,7 @@ def test_syntax_error_has_position():
 def test_type_error_has_position():
     bad = "(program p\n  (dims (m 2))\n  (input x f32 [m])\n  (input y f16 [m])\n  (output z [m] (add x y)))\n"
     with pytest.raises(eqiforge.IRError) as info:
-        eqiforge.check(bad, "bad.eqf")
+        eqiforge.typecheck(bad, "bad.eqf")
     assert POSITION.match(str(info.value)), str(info.value)
     # The printer does not type-check: the same text still prints.
     assert "(add x y)" in eqiforge.print_program(bad)

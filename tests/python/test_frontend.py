@@ -49,7 +49,7 @@ def check_against_eager(fn, *args, name=None):
     if isinstance(fn, torch.nn.Module):
         fn = copy.deepcopy(fn).double().eval()
     result = to_ir(fn, *args, name=name)
-    types = eqiforge.check(result.text)  # parses and type-checks, or raises IRError
+    types = eqiforge.typecheck(result.text)  # parses and type-checks, or raises IRError
     assert [n for n, _ in types] == result.output_names
     with torch.no_grad():
         want = fn(*args)

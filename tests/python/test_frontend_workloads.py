@@ -157,7 +157,7 @@ def test_workload_in_half_precision_means_the_same(name):
     args = [randn(*s, seed=i).half() for i, s in enumerate(shapes)]
     r = to_ir(fn, *args, name=name)
     assert set(re.findall(r"\(input \w+ (\w+) ", r.text)) == {"f16"}
-    eqiforge.check(r.text)
+    eqiforge.typecheck(r.text)
     got = evaluate_ir(r, *args)
     with torch.no_grad():
         want = fn(*[a.double() for a in args])

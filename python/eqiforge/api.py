@@ -1,0 +1,307 @@
+"""``eqiforge.optimize``: a PyTorch function or module in, a tuned callable out.
+
+    fast = eqiforge.optimize(model, x, budget_s=30)
+    y = fast(x)                   # same outputs (values, shapes, dtypes) as model(x)
+    print(fast.report.text())     # kernels, where the time goes, speedups
+    fast.save("kernels.py")       # the Triton module, readable and editable
+
+The pipeline (DESIGN §1): capture and translate (frontend), search and
+extract ranked candidates (the C++ core), emit Triton, then verify every
+configuration against PyTorch eager and tune on the GPU (runtime.tuner). The
+result is cached on disk; a second ``optimize`` of the same program with the
+same shapes, GPU and versions returns without searching.
+
+Without a GPU (inputs on the CPU) the candidates are ranked by the cost model
+only and the first that verifies runs in Triton's interpreter on CPU tensors:
+slow, for testing, and said so once per process.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from .options import OptionError, Options, make_options
+from .runtime.cache import Cache, default_gpu_name, make_key, versions
+from .runtime.launch import Binding, BindingError, make_runner
+from .runtime.loader import load_module
+from .runtime.progress import Progress, format_time
+from .runtime.report import Report
+from .runtime import search
+from .runtime.search import MissingPieceError, kernels_of_module, merge_kernel_info
+from .runtime.tuner import NoValidCandidate, Tuner, do_bench_timer
+
+
+class InterpreterWarning(UserWarning):
+    """The optimized program runs in Triton's CPU interpreter (no GPU)."""
+
+
+_INTERPRETER_WARNED = False
+_WARN_LOCK = threading.Lock()
+
+
+def _warn_interpreter(reason: str) -> None:
+    global _INTERPRETER_WARNED
+    with _WARN_LOCK:
+        if _INTERPRETER_WARNED:
+            return
+        _INTERPRETER_WARNED = True
+    warnings.warn(
+        f"eqiforge: {reason}; candidates are ranked by the cost model, not measured, and the optimized "
+        "program runs through Triton's interpreter on the CPU (slow, for testing)",
+        InterpreterWarning,
+        stacklevel=5,  # the caller of optimize (through run_pipeline, compile_captured)
+    )
+
+
+_GPU_TARGETS = (("h200", "h200"), ("h100", "h100"), ("a100", "a100"), ("5090", "rtx5090"))
+
+
+def target_for(device: torch.device) -> tuple[str, str | None]:
+    """The cost-model profile for a device, and a note when it is a guess."""
+    if device.type != "cuda":
+        return "h200", None
+    name = torch.cuda.get_device_name(device).lower()
+    for needle, target in _GPU_TARGETS:
+        if needle in name:
+            return target, None
+    return "h200", f"no cost-model profile for {torch.cuda.get_device_name(device)}; ranked with the H200's"
+
+
+def _device_of(args: tuple) -> torch.device:
+    devices = {a.device for a in args if isinstance(a, torch.Tensor)}
+    if len(devices) > 1:
+        raise BindingError(f"the example inputs are on several devices: {', '.join(sorted(map(str, devices)))}")
+    return devices.pop() if devices else torch.device("cpu")
+
+
+class OptimizedProgram:
+    """The tuned program: call it like the original (positional arguments of
+    the same shapes and dtypes). Inference only: outputs carry no autograd
+    history."""
+
+    def __init__(self, binding: Binding, runner, module, source: str, params: dict, candidate_program: str,
+                 ir_text: str, report: Report, interpret: bool):
+        self.binding = binding
+        self.runner = runner
+        self.module = module
+        self.source = source
+        self.params = dict(params)
+        self.candidate_program = candidate_program
+        self.ir_text = ir_text
+        self.report = report
+        self.interpret = interpret
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise BindingError(f"{self.binding.name}: keyword arguments are not supported; pass them positionally")
+        self.binding.check_args(args)
+        outputs = self.runner(*self.binding.module_inputs(args))
+        return self.binding.user_outputs(outputs)
+
+    def save(self, path: str | Path) -> Path:
+        """Writes the Triton module, with a trailer that calls it with the tuned
+        launch parameters (`run(*inputs)`)."""
+        path = Path(path)
+        params = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        trailer = (
+            "\n\n# Launch parameters chosen by eqiforge's tuner"
+            + (" (not measured: Triton's interpreter)" if self.interpret else f" on {self.report.device}")
+            + ".\nTUNED = dict(" + params + ")\n\n\n"
+            "def run(*inputs):\n"
+            '    """forward with the tuned launch parameters."""\n'
+            "    return forward(*inputs, **TUNED)\n"
+        )
+        path.write_text(self.source.rstrip("\n") + "\n" + trailer)
+        return path
+
+    def __repr__(self) -> str:
+        return (f"<eqiforge.OptimizedProgram {self.binding.name}: {len(self.report.kernels)} kernel(s), "
+                f"{'interpreter' if self.interpret else self.report.device}>")
+
+
+def optimize(fn_or_module: Callable | torch.nn.Module, *example_inputs: Any, **options: Any):
+    """Optimizes `fn_or_module` for the shapes and dtypes of `example_inputs`.
+
+    Returns a callable with the same signature and outputs. Options (see
+    eqiforge.options.Options): budget_s, target, cache_dir, cache, node_limit,
+    search_time_s, extract_time_s, top_k, extract_mode, verbose, unsupported
+    ("error" | "fallback"), block_sizes, num_warps, num_stages, cuda_graphs,
+    baselines, seed. A bad option raises OptionError naming it.
+    """
+    opts = make_options(**options)
+    if not callable(fn_or_module):
+        raise TypeError(f"optimize expects a function or a torch.nn.Module, got {type(fn_or_module).__name__}")
+    return run_pipeline(fn_or_module, example_inputs, opts)
+
+
+def run_pipeline(fn, example_inputs: tuple, opts: Options, *, strict: bool = True):
+    """optimize with checked options. `strict=False` captures without
+    TorchDynamo (torch.export's non-strict mode), for graphs that Dynamo has
+    already captured: the backend runs inside Dynamo's own compilation."""
+    from .frontend import UnsupportedOpError, to_ir
+
+    progress = Progress(opts.verbose)
+    try:
+        device = _device_of(example_inputs)
+        with progress.stage("capturing and translating the program"):
+            try:
+                fe = to_ir(fn, *example_inputs, strict=strict)
+            except UnsupportedOpError as e:
+                if opts.unsupported != "fallback":
+                    raise
+                progress.info(f"{e}; optimizing the parts that have an IR form, the rest runs in PyTorch")
+                fe = None
+        if fe is None:
+            from .runtime.fallback import optimize_parts
+
+            return optimize_parts(fn, example_inputs, opts, progress, strict=strict)
+        return compile_captured(fe, fn, example_inputs, opts, progress, device)
+    finally:
+        progress.done()
+
+
+def compile_captured(fe, fn, example_inputs: tuple, opts: Options, progress: Progress,
+                     device: torch.device | None = None) -> OptimizedProgram:
+    """Search, tuning and caching for a program the front end has translated."""
+    device = device if device is not None else _device_of(example_inputs)
+    interpret = device.type != "cuda"
+    if interpret:
+        _warn_interpreter(
+            "the inputs are on the CPU (move them to the GPU to tune there)" if torch.cuda.is_available()
+            else "no GPU found"
+        )
+    target, target_note = (opts.target, None) if opts.target else target_for(device)
+    binding = Binding(fe)
+    binding.check_args(example_inputs)
+    gpu = default_gpu_name(device)
+    key = make_key(
+        fe.text,
+        [(tuple(i.shape), str(i.dtype)) for i in fe.inputs],
+        gpu,
+        {**opts.key_fields(), "target": target},
+        versions(),
+    )
+    cache = Cache(opts.resolved_cache_dir()) if opts.cache else None
+    module_dir = opts.resolved_cache_dir() / "modules" if opts.cache else None
+    if cache is not None:
+        entry = cache.load(key)
+        if entry is not None:
+            program = _from_cache(entry, binding, fe, example_inputs, interpret, opts, module_dir, progress)
+            if program is not None:
+                progress.info(f"cache hit: {entry.path}")
+                return program
+
+    with progress.stage("search, extraction and static ranking"):
+        found = search.find_candidates(fe.text, opts, target, file=f"<{fe.name}>")
+    if not found.candidates:
+        st = found.stats
+        limits = "; a search limit was hit (options node_limit, search_time_s, extract_time_s)" \
+            if st.get("limit_hit") else ""
+        raise NoValidCandidate(
+            f"extraction found no candidate programs for {fe.name} "
+            f"({st.get('states_expanded', '?')} partial programs expanded{limits})"
+        )
+    best_estimate = found.candidates[0].estimate_s
+    progress.info(f"{len(found.candidates)} candidates; best static estimate "
+                  f"{format_time(best_estimate) if best_estimate is not None else '-'}")
+
+    stage = "verifying candidates in Triton's interpreter" if interpret else \
+        f"verifying and tuning on {gpu} (budget {opts.budget_s:g} s)"
+    with progress.stage(stage):
+        tuner = Tuner(binding, fn, example_inputs, found.candidates, opts, interpret=interpret,
+                      progress=progress, module_dir=module_dir)
+        result = tuner.run()
+    best = result.best
+    params = best.config.params()
+    inputs = binding.module_inputs(example_inputs)
+    notes = [target_note] if target_note else []
+    with progress.stage("building the launch path and the report"):
+        runner, runner_notes = make_runner(best.module, params, inputs, lean=not interpret,
+                                           cuda_graphs=opts.cuda_graphs and not interpret,
+                                           bound=binding.bound_mask())
+        notes += runner_notes
+        report = _report(fe, binding, fn, example_inputs, best, found, result.stats, params, inputs, runner, gpu,
+                         interpret, opts, notes)
+    program = OptimizedProgram(binding, runner, best.module, best.candidate.source, params, best.candidate.program,
+                               fe.text, report, interpret)
+    if cache is not None:
+        path = cache.store(key, {
+            "program": best.candidate.program,
+            "source": best.candidate.source,
+            "params": params,
+            "rank": best.candidate.rank,
+            "interpret": interpret,
+            "report": report.to_json(),
+        })
+        if path is not None:
+            progress.info(f"cached: {path}")
+    own = report.own_time()
+    progress.info(f"chosen: {best.config.describe()}" + (f", {format_time(own)} per call" if own else ""))
+    return program
+
+
+def _report(fe, binding, fn, example_inputs, best, found, stats, params, inputs, runner, gpu, interpret, opts,
+            notes) -> Report:
+    from .runtime.measure import baseline_timings, kernel_reports, path_timings
+
+    timer = None if interpret else do_bench_timer
+    kernels = merge_kernel_info(best.candidate.kernels, kernels_of_module(best.module, best.candidate.source))
+    in_names = [i.name for i in fe.inputs]
+    out_names = [o.name for o in fe.outputs]
+    kernel_rows = kernel_reports(best.module, params, inputs, kernels, in_names, out_names, timer)
+    timings: dict[str, float | None] = {}
+    if timer is not None:
+        own, own_notes = path_timings(best.module, params, inputs, bound=binding.bound_mask())
+        timings.update(own)
+        notes += own_notes
+        if opts.baselines:
+            base, base_notes = baseline_timings(fn, example_inputs)
+            timings.update(base)
+            notes += base_notes
+    runner_kind = {"lean": "lean", "cuda-graph": "cuda_graph"}.get(getattr(runner, "kind", ""), "triton")
+    return Report(
+        program=fe.name,
+        device="Triton interpreter (CPU)" if interpret else gpu,
+        candidate_rank=best.candidate.rank,
+        candidates=len(found.candidates),
+        estimate_s=best.candidate.estimate_s,
+        params=dict(params),
+        error=best.error,
+        kernels=kernel_rows,
+        inputs=in_names,
+        outputs=out_names,
+        timings=timings,
+        runner=runner_kind,
+        notes=notes,
+        search=dict(found.stats),
+        tuning=stats.to_json(),
+    )
+
+
+def _from_cache(entry, binding, fe, example_inputs, interpret, opts, module_dir, progress) -> OptimizedProgram | None:
+    """The program of a cache entry, or None (with a warning) if it cannot be loaded."""
+    from .runtime.cache import CacheWarning
+
+    p = entry.payload
+    try:
+        source, params, candidate = p["source"], dict(p["params"]), p["program"]
+        module = load_module(source, interpret, module_dir)
+        inputs = binding.module_inputs(example_inputs)
+        runner, _ = make_runner(module, params, inputs, lean=not interpret,
+                                cuda_graphs=opts.cuda_graphs and not interpret, bound=binding.bound_mask())
+        report = Report.from_json(p["report"])
+        report.from_cache = True
+    except Exception as e:  # noqa: BLE001 -- an entry that does not load is ignored, never used
+        warnings.warn(f"eqiforge cache: ignoring entry {entry.path}: it does not load ({type(e).__name__}: {e}); "
+                      "the program will be tuned again", CacheWarning, stacklevel=4)
+        return None
+    return OptimizedProgram(binding, runner, module, source, params, candidate, fe.text, report, interpret)
+
+
+__all__ = ["BindingError", "InterpreterWarning", "MissingPieceError", "NoValidCandidate", "OptimizedProgram",
+           "OptionError", "optimize"]

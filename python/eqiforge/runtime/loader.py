@@ -1,0 +1,167 @@
+"""Loading an emitted Triton module, for the GPU or for Triton's interpreter.
+
+Triton decides at decoration time whether a ``@triton.jit`` function compiles
+for the GPU or runs in its CPU interpreter: the decorator reads
+``TRITON_INTERPRET`` when the module is imported. So the mode is chosen here,
+per module, by setting the variable only while the module executes; kernels
+of both kinds can then live in one process. The module is imported from a
+file because Triton reads each kernel's source text with ``inspect``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import functools
+import threading
+import types
+from contextlib import contextmanager
+from pathlib import Path
+
+_LOCK = threading.Lock()
+_TEMP_DIR: tempfile.TemporaryDirectory | None = None
+# Loaded modules by (source hash, interpret): loading the same source twice
+# would compile its kernels twice.
+_LOADED: dict[tuple[str, bool], types.ModuleType] = {}
+
+
+def source_hash(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def _module_dir(directory: Path | None) -> Path:
+    global _TEMP_DIR
+    if directory is not None:
+        directory.mkdir(parents=True, exist_ok=True)
+        return directory
+    if _TEMP_DIR is None:
+        _TEMP_DIR = tempfile.TemporaryDirectory(prefix="eqiforge-kernels-")
+    return Path(_TEMP_DIR.name)
+
+
+def kernels_of(module: types.ModuleType) -> dict[str, object]:
+    """The module's Triton kernels by name (JIT or interpreted functions)."""
+    from triton.runtime.jit import KernelInterface
+
+    return {name: obj for name, obj in vars(module).items() if isinstance(obj, KernelInterface)}
+
+
+def is_interpreted(kernel: object) -> bool:
+    from triton.runtime.jit import JITFunction
+
+    return not isinstance(kernel, JITFunction)
+
+
+_SCOPE_LOCK = threading.RLock()
+_TWINS: dict[int, object] = {}
+
+
+def _library_homes() -> list:
+    """Modules and classes of triton.language that hold @triton.jit functions."""
+    import triton.language as tl
+
+    homes = [tl, tl.tensor]
+    for name in ("standard", "math", "core", "random"):
+        sub = getattr(tl, name, None)
+        if isinstance(sub, types.ModuleType):
+            homes.append(sub)
+    return homes
+
+
+@functools.lru_cache(maxsize=None)
+def _import_lazy_parts() -> None:
+    """Parts of Triton imported on first use that copy library functions and
+    check their kind (gluon): imported now, before any twin is in place."""
+    try:
+        import triton.experimental.gluon  # noqa: F401
+    except Exception:  # noqa: BLE001 -- absent or broken in this Triton: nothing to protect
+        pass
+
+
+@contextmanager
+def interpreter_scope():
+    """Interpreted twins of Triton's library jit functions, for one call."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    _import_lazy_parts()
+    with _SCOPE_LOCK:
+        swapped = []
+        try:
+            for home in _library_homes():
+                for name, value in list(vars(home).items()):
+                    if isinstance(value, JITFunction):
+                        twin = _TWINS.get(id(value))
+                        if twin is None:
+                            twin = _TWINS[id(value)] = InterpretedFunction(value.fn)
+                        setattr(home, name, twin)
+                        swapped.append((home, name, value))
+            yield
+        finally:
+            for home, name, value in reversed(swapped):
+                setattr(home, name, value)
+
+
+def _interpreted(forward):
+    @functools.wraps(forward)
+    def run(*args, **kwargs):
+        with interpreter_scope():
+            return forward(*args, **kwargs)
+
+    run.__wrapped_forward__ = forward
+    return run
+
+
+def load_module(source: str, interpret: bool, directory: Path | None = None) -> types.ModuleType:
+    """Imports an emitted module; `interpret` runs its kernels in Triton's CPU
+    interpreter. The file is written to `directory` (a temporary one if None)."""
+    # Triton's library must be decorated for the process's own mode, not for
+    # the mode of the first module loaded: import it before touching the variable.
+    import triton.language  # noqa: F401
+
+    digest = source_hash(source)
+    with _LOCK:
+        loaded = _LOADED.get((digest, interpret))
+        if loaded is not None:
+            return loaded
+        folder = _module_dir(directory)
+        path = folder / f"eqf_{digest[:24]}.py"
+        if not path.exists() or path.read_text() != source:
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(source)
+            os.replace(tmp, path)
+        name = f"eqiforge_kernels_{digest[:24]}_{'interp' if interpret else 'gpu'}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        saved = os.environ.get("TRITON_INTERPRET")
+        os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
+        try:
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        finally:
+            if saved is None:
+                del os.environ["TRITON_INTERPRET"]
+            else:
+                os.environ["TRITON_INTERPRET"] = saved
+        kernels = kernels_of(module)
+        wrong = [n for n, k in kernels.items() if is_interpreted(k) != interpret]
+        if wrong:
+            # Something set triton.knobs.runtime.interpret explicitly, which
+            # overrides the environment variable.
+            raise RuntimeError(
+                f"kernels {', '.join(wrong)} were built {'for the GPU' if interpret else 'for the interpreter'} "
+                f"although {'the interpreter' if interpret else 'the GPU'} was asked for; "
+                "is triton.knobs.runtime.interpret set?"
+            )
+        if not callable(getattr(module, "forward", None)):
+            raise RuntimeError("the emitted module has no forward function")
+        if interpret:
+            module.forward = _interpreted(module.forward)
+        _LOADED[(digest, interpret)] = module
+        return module

@@ -1,0 +1,341 @@
+"""The runtime's one door into the C++ core: search + extraction, and emission.
+
+    find_candidates(ir_text, options) -> SearchResult   # ranked tiled programs
+    emit_module(program_text, source) -> str            # Triton module source
+
+Both run the ``eqiforge-opt`` command (``extract FILE --json --programs`` /
+``emit FILE -o OUT``): the one named by $EQIFORGE_OPT, else the one installed
+with this Python, else the one on PATH. When the extension module gains the
+same functions, this file is the one place to switch to them. Where a verb is
+missing, they raise ``MissingPieceError`` naming the piece, so a build without
+it fails with that sentence rather than somewhere downstream.
+
+What the runtime reads from extraction (``eqiforge-opt extract FILE --json
+--programs`` prints it; a binding returns the same object):
+
+    {"states_expanded": N, "complete_built": N, "distinct": N, "seconds": S, ...,
+     "candidates": [                           # best static estimate first
+        {"program": "(program ...)",           # the tiled program, IR text
+         "estimated_us": 12.5,                 # optimistic latency (cost model)
+         "block_sizes": {"t.0": 64},           # block sizes of that estimate
+         "kernels": [{"name": "o_kernel", "grid": ["s.0"], "loops": ["t.0"],
+                      "ops": ["matmul", ...]}]},   # "ops" optional
+        ...]}
+
+Every other number at the top level is kept as search statistics.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import _core
+from ..options import Options
+
+
+class MissingPieceError(RuntimeError):
+    """A stage of the pipeline that this build of eqiforge does not have yet."""
+
+    def __init__(self, piece: str, detail: str):
+        self.piece = piece
+        super().__init__(f"{piece} is not available in this build of eqiforge: {detail}")
+
+
+@dataclass
+class KernelInfo:
+    """One kernel of a candidate, for reports: which IR ops it computes."""
+
+    name: str
+    ops: list[str] = field(default_factory=list)
+    grid: list[str] = field(default_factory=list)
+    loops: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "ops": list(self.ops), "grid": list(self.grid), "loops": list(self.loops)}
+
+    @staticmethod
+    def from_json(d: dict) -> "KernelInfo":
+        return KernelInfo(str(d["name"]), [str(o) for o in d.get("ops", [])], [str(a) for a in d.get("grid", [])],
+                          [str(a) for a in d.get("loops", [])])
+
+
+@dataclass
+class Candidate:
+    """A tiled program from extraction; rank 1 has the best static estimate."""
+
+    rank: int
+    program: str
+    estimate_s: float | None = None
+    blocks: dict[str, int] = field(default_factory=dict)
+    kernels: list[KernelInfo] | None = None
+    # Filled by emit_module on demand (emission can fail for one candidate).
+    source: str | None = None
+
+
+@dataclass
+class SearchResult:
+    candidates: list[Candidate]
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+# ---- finding the core's entry points ------------------------------------------------
+
+
+def _cli_path() -> str | None:
+    env = os.environ.get("EQIFORGE_OPT")
+    if env:
+        return env
+    here = Path(sysconfig.get_path("scripts")) / "eqiforge-opt"
+    if here.exists():
+        return str(here)
+    return shutil.which("eqiforge-opt")
+
+
+@functools.lru_cache(maxsize=None)
+def _cli_verbs() -> tuple[str | None, frozenset[str]]:
+    """(path of eqiforge-opt, the verbs it lists in --help)."""
+    path = _cli_path()
+    if path is None:
+        return None, frozenset()
+    try:
+        r = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return path, frozenset()
+    verbs = set()
+    for line in r.stdout.splitlines():
+        if line.startswith("  ") and line.strip():
+            verbs.add(line.split()[0])
+    return path, frozenset(verbs)
+
+
+@functools.lru_cache(maxsize=None)
+def _cli_options(verb: str) -> frozenset[str]:
+    path, _ = _cli_verbs()
+    r = subprocess.run([path, verb, "--help"], capture_output=True, text=True, timeout=60)
+    return frozenset(w.rstrip(",") for w in r.stdout.split() if w.startswith("--"))
+
+
+def has_extraction() -> bool:
+    return "extract" in _cli_verbs()[1]
+
+
+def has_emission() -> bool:
+    return "emit" in _cli_verbs()[1]
+
+
+def _run_cli(args: list[str], what: str) -> str:
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        message = r.stderr.strip() or r.stdout.strip() or f"exit status {r.returncode}"
+        if r.returncode == 2:  # bad input: an eqf::Error with its position
+            raise _core.IRError(message)
+        raise RuntimeError(f"{what} failed: {message}")
+    return r.stdout
+
+
+# ---- search + extraction ------------------------------------------------------------
+
+# Search limits the user can set, with the CLI option that carries each.
+_LIMITS = {"node_limit": "--node-limit", "search_time_s": "--sat-time-limit", "extract_time_s": "--time-limit"}
+
+
+def find_candidates(ir_text: str, options: Options, target: str, file: str = "<program>") -> SearchResult:
+    """Saturates, extracts and ranks: the top `options.top_k` tiled programs for
+    `target`, best static estimate first."""
+    path, verbs = _cli_verbs()
+    if "extract" not in verbs:
+        raise MissingPieceError("extraction", f"{path or 'eqiforge-opt'} has no `extract` verb"
+                                if path else "the eqiforge-opt command was not found")
+    accepted = _cli_options("extract")
+    args = [path, "extract", "-", "--mode", options.extract_mode, "--top", str(options.top_k), "--json", "--programs"]
+    if "--target" in accepted:
+        args += ["--target", target]
+    defaults = Options()
+    for name, flag in _LIMITS.items():
+        if flag in accepted:
+            args += [flag, str(getattr(options, name))]
+        elif getattr(options, name) != getattr(defaults, name):
+            from ..options import OptionError
+
+            raise OptionError(f"option {name}: this build's `eqiforge-opt extract` has no {flag}")
+    with tempfile.NamedTemporaryFile("w", suffix=".eqf", delete=False) as f:
+        f.write(ir_text)
+    try:
+        args[2] = f.name
+        out = _run_cli(args, "eqiforge-opt extract")
+    finally:
+        os.unlink(f.name)
+    return parse_search_result(json.loads(out))
+
+
+def parse_search_result(raw: dict) -> SearchResult:
+    """The runtime's view of extraction's JSON object (see the module docstring)."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("candidates"), list):
+        raise RuntimeError("extraction returned no 'candidates' list")
+    candidates = []
+    for rank, c in enumerate(raw["candidates"]):
+        if not isinstance(c, dict) or not isinstance(c.get("program"), str):
+            raise RuntimeError(f"extraction's candidate {rank} has no 'program' text")
+        kernels = None
+        if isinstance(c.get("kernels"), list) and all(isinstance(k, dict) and "name" in k for k in c["kernels"]):
+            kernels = [KernelInfo.from_json(k) for k in c["kernels"]]
+        estimate = c.get("estimated_us")
+        candidates.append(
+            Candidate(
+                rank=rank + 1,
+                program=c["program"],
+                estimate_s=float(estimate) * 1e-6 if isinstance(estimate, (int, float)) else None,
+                blocks={str(k): int(v) for k, v in (c.get("block_sizes") or {}).items()},
+                kernels=kernels,
+            )
+        )
+    stats = {k: v for k, v in raw.items() if k != "candidates" and isinstance(v, (int, float, str))}
+    return SearchResult(candidates, stats)
+
+
+# ---- emission -----------------------------------------------------------------------
+
+
+def emit_module(program_text: str, source: str = "", file: str = "<candidate>") -> str:
+    """The Triton module (kernels + `forward`) of a tiled program."""
+    path, verbs = _cli_verbs()
+    if "emit" not in verbs:
+        raise MissingPieceError("Triton code generation", f"{path} has no `emit` verb"
+                                if path else "the eqiforge-opt command was not found")
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / (Path(file).stem.strip("<>") or "candidate")
+        src = src.with_suffix(".eqf")
+        src.write_text(program_text)
+        out = Path(tmp) / "kernels.py"
+        _run_cli([path, "emit", str(src), "-o", str(out)], "eqiforge-opt emit")
+        return out.read_text()
+
+
+def ensure_source(candidate: Candidate, source: str = "") -> str:
+    if candidate.source is None:
+        candidate.source = emit_module(candidate.program, source, file=f"<candidate {candidate.rank}>")
+    return candidate.source
+
+
+# ---- which ops each kernel computes -------------------------------------------------
+
+# Ops that place or move data rather than compute it: left out of "which ops a
+# kernel fuses".
+_PLACEMENT = frozenset(
+    "partition replicate combine collect proj tuple rename split merge input const iota cast".split()
+)
+
+
+def ops_of_term(term: str) -> list[str]:
+    """The computing ops of an IR term's text, each once, innermost first (the
+    order values are computed in)."""
+    heads: list[tuple[int, int, str]] = []  # (-depth, position, op)
+    depth = 0
+    i = 0
+    while i < len(term):
+        ch = term[i]
+        if ch == "(":
+            j = i + 1
+            while j < len(term) and not term[j].isspace() and term[j] not in "()":
+                j += 1
+            heads.append((-depth, i, term[i + 1 : j]))
+            depth += 1
+            i = j
+            continue
+        if ch == ")":
+            depth -= 1
+        i += 1
+    out: list[str] = []
+    for _, _, head in sorted(heads):
+        # Kebab-case heads are reduction repairs (exp-sum), not ops.
+        if head and "-" not in head and head not in _PLACEMENT and head not in out:
+            out.append(head)
+    return out
+
+
+_GRID = re.compile(r"grid(?: over|:)\s*(.*?)(?:[;,]\s*loops? over\s*(.*?))?(?:\.(?:\s|$)|$)", re.IGNORECASE)
+
+
+def kernels_from_module(source: str) -> list[KernelInfo]:
+    """Kernel structure read from an emitted module's text: each `@triton.jit`
+    function, the IR terms in its comments (one `name = term` per line), and
+    its grid and loop axes from the comment that names them.
+
+    Used only when neither extraction nor the module's KERNELS table says
+    which ops each kernel computes.
+    """
+    lines = source.splitlines()
+    kernels = []
+    for i, line in enumerate(lines):
+        if line.strip() != "@triton.jit" or i + 1 >= len(lines) or not lines[i + 1].startswith("def "):
+            continue
+        name = lines[i + 1][4:].split("(", 1)[0].strip()
+        comments: list[str] = []
+        j = i - 1
+        while j >= 0 and lines[j].lstrip().startswith("#"):
+            comments.insert(0, lines[j].strip()[1:].strip())
+            j -= 1
+        j = i + 1
+        while j < len(lines) and not lines[j].rstrip().endswith(":"):
+            j += 1
+        j += 1
+        while j < len(lines) and lines[j].lstrip().startswith("#"):
+            comments.append(lines[j].strip()[1:].strip())
+            j += 1
+        # Continuation lines (wrapped terms) start with spaces after '#'.
+        terms: list[str] = []
+        grid: list[str] = []
+        loops: list[str] = []
+        for c in comments:
+            m = _GRID.search(c)
+            if m and not grid and not c.startswith("("):
+                grid = [a.strip() for a in m.group(1).split(",") if a.strip() and a.strip() != "one program"]
+                loops = [a.strip() for a in (m.group(2) or "").split(",") if a.strip()]
+            if "(" in c:
+                if terms and not re.match(r"^[A-Za-z_][\w.]*\s*=", c) and terms[-1].count("(") > terms[-1].count(")"):
+                    terms[-1] += " " + c
+                else:
+                    terms.append(c)
+        ops: list[str] = []
+        for t in terms:
+            for op in ops_of_term(t):
+                if op not in ops:
+                    ops.append(op)
+        kernels.append(KernelInfo(name, ops, grid, loops))
+    return kernels
+
+
+def kernels_of_module(module, source: str) -> list[KernelInfo]:
+    """The kernels of a loaded module: its KERNELS table when the emitter wrote
+    one ({name: {"ops": [...], "grid": [...], "loops": [...]}}), else read from
+    the source text."""
+    table = getattr(module, "KERNELS", None)
+    if isinstance(table, dict):
+        return [KernelInfo.from_json({"name": n, **d}) for n, d in table.items()]
+    return kernels_from_module(source)
+
+
+def merge_kernel_info(from_extraction: list[KernelInfo] | None, from_module: list[KernelInfo]) -> list[KernelInfo]:
+    """Extraction's kernels (grid and loop axes as the search saw them) with
+    the ops read from the module where extraction gave none; the module's
+    kernels alone when extraction said nothing."""
+    if not from_extraction:
+        return from_module
+    by_name = {k.name: k for k in from_module}
+    merged = []
+    for i, k in enumerate(from_extraction):
+        twin = by_name.get(k.name) or (from_module[i] if i < len(from_module) else None)
+        ops = k.ops or (twin.ops if twin else [])
+        merged.append(KernelInfo(twin.name if twin else k.name, ops, k.grid or (twin.grid if twin else []),
+                                 k.loops or (twin.loops if twin else [])))
+    return merged

@@ -1,0 +1,86 @@
+"""The tuner and the launch paths on a GPU: real do_bench timing, the lean
+launch path (compiled kernels launched directly) and CUDA-graph replay.
+Skipped without CUDA."""
+
+import pytest
+import torch
+
+from eqiforge.options import make_options
+from eqiforge.runtime.launch import GraphRunner, LeanPathUnavailable, LeanRunner, ModuleRunner, make_runner
+from eqiforge.runtime.loader import load_module
+from eqiforge.runtime.tuner import Tuner
+from test_tuner import BLOCK_BUG, GOOD, NAN, WRONG, binding, candidates, module_source, reference
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+N = 37
+
+
+def gpu_example():
+    return (torch.linspace(-1, 1, N, device="cuda"),)
+
+
+def test_tuner_on_the_gpu_times_only_verified_configurations():
+    opts = make_options(block_sizes=[16, 32, 64], num_warps=[1, 2], num_stages=[1, 2], budget_s=20)
+    tuner = Tuner(binding(), reference, gpu_example(), candidates(WRONG, NAN, BLOCK_BUG, GOOD), opts, interpret=False)
+    result = tuner.run()
+    best = result.best
+    assert best.candidate.rank in (3, 4)
+    assert dict(best.config.blocks)["block_m0"] != 32 or best.candidate.rank == 4
+    assert best.time_s is not None and 0 < best.time_s < 1e-2
+    s = result.stats
+    assert s.verify_failed >= 2 + 4  # WRONG and NAN until dropped, BLOCK_BUG at block 32 (4 configs)
+    assert s.measurements >= s.verified
+    assert s.rounds and s.rounds[-1].alive == 1
+    x = torch.rand(N, device="cuda") * 4 - 2
+    (y,) = best.runner(x)
+    torch.testing.assert_close(y, reference(x))
+
+
+def test_lean_path_gives_the_same_bits_and_guards_its_specialization():
+    module = load_module(GOOD, interpret=False)
+    base = ModuleRunner(module, {"block_m0": 16, "num_warps": 1, "num_stages": 1})
+    x = torch.randn(N, device="cuda")
+    lean = LeanRunner(base, [x])
+    for _ in range(3):
+        y = torch.randn(N, device="cuda")
+        assert torch.equal(lean(y)[0], base(y)[0])
+    # An input that is not 16-byte aligned is not what the kernel was
+    # specialized for: the normal launch path runs it.
+    calls = []
+    normal = lean.fallback
+    lean.fallback = lambda *a: (calls.append(1), normal(*a))[1]
+    unaligned = torch.randn(N + 1, device="cuda")[1:]
+    torch.testing.assert_close(lean(unaligned)[0], reference(unaligned))
+    assert calls == [1]
+    lean(torch.randn(N, device="cuda"))
+    assert calls == [1]
+
+
+def test_lean_path_refuses_interpreted_kernels():
+    module = load_module(GOOD, interpret=True)
+    with pytest.raises(LeanPathUnavailable, match="interpreter"):
+        LeanRunner(ModuleRunner(module, {}), [torch.randn(N)])
+
+
+def test_cuda_graph_replay_copies_inputs_and_reuses_outputs():
+    module = load_module(GOOD, interpret=False)
+    runner, notes = make_runner(module, {"block_m0": 32}, [torch.randn(N, device="cuda")], cuda_graphs=True)
+    assert isinstance(runner, GraphRunner) and notes == []
+    a, b = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
+    ya = runner(a)[0].clone()
+    yb = runner(b)[0]
+    torch.testing.assert_close(ya, reference(a))
+    torch.testing.assert_close(yb, reference(b))
+
+
+def test_launch_path_timings_for_a_tiny_kernel():
+    from eqiforge.runtime.measure import path_timings
+
+    module = load_module(module_source("tl.exp(x) * 2.0"), interpret=False)
+    timings, notes = path_timings(module, {"block_m0": 64}, [torch.randn(N, device="cuda")])
+    assert notes == []
+    assert set(timings) == {"triton", "lean", "cuda_graph"} and all(v and v > 0 for v in timings.values())
+    print("launch paths, seconds per call:", timings)
+    # For a kernel this small the call is host-bound: the lean path must pay off.
+    assert timings["lean"] < timings["triton"]
