@@ -1,0 +1,96 @@
+// The optimistic latency bound of a tiled program (DESIGN §6), the static
+// ranking of extraction's candidates.
+//
+// Kernels come from kernel formation (lower/kernel.h): the cost model reads
+// the same grid axes, loops, loads with their re-read axes, and stores that
+// code generation emits. Per kernel, for given block sizes:
+//
+//   time = max(bytes / BW_eff, mma_flops / TC_eff, other_flops / FP_eff) + launch
+//
+//   bytes        every load's elements times the number of times they are
+//                read (a load replicated over a grid axis, or over a loop it
+//                sits inside, is re-read once per coordinate of that axis),
+//                plus every store;
+//   BW_eff       min(DRAM bandwidth, busy SMs x one program's bandwidth): a
+//                grid with fewer programs than SMs cannot use all of it;
+//   mma_flops    tile_matmul on two 2-D tiles (tl.dot), each of M, N, K
+//                padded to the target's smallest dot; other contractions
+//                and all pointwise work and reductions count as other_flops
+//                (one per element, two per multiply-add); both peaks are
+//                scaled by the fraction of SMs the grid keeps busy.
+//
+// Index masks bound loops: a `where(pred, X, c)` whose predicate compares
+// iota indices (causal t <= s, sliding windows s - t < W, ...) and that every
+// accumulator of a loop depends on makes the loop skip the blocks on which
+// the predicate is false everywhere; only visited blocks are counted.
+//
+// A program's bound is the sum over its kernels, minimized over power-of-two
+// block sizes (one size per axis for the whole program, as the emitted
+// module takes them; unit axes stay 1) whose tiles fit: loaded tiles (times
+// the pipeline stages inside loops) in shared memory, accumulators and the
+// largest live tile in registers, no tile above Triton's element limit. A
+// program with no legal choice is infeasible.
+//
+// The bound is optimistic: no L2 reuse of re-read data, no latency or
+// occupancy effects past the SM cap, perfect overlap of memory and compute.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "eqiforge/cost/target.h"
+#include "eqiforge/interp/interp.h"
+#include "eqiforge/ir/program.h"
+#include "eqiforge/lower/kernel.h"
+
+namespace eqf {
+
+struct KernelEstimate {
+  std::string name;
+  std::vector<Axis> grid;        // program_id order
+  std::vector<Axis> loops;       // loop axes, in the kernel's loop order (outer before inner)
+  double programs = 0;           // grid size
+  double bytes = 0;
+  double mma_flops = 0;
+  double other_flops = 0;
+  double memory_s = 0, mma_s = 0, other_s = 0, launch_s = 0;
+  double seconds = 0;            // max of the three terms, plus launch
+  std::string bound;             // "memory", "mma", "fp" (the largest term), or "launch" when all are 0
+  bool masked = false;           // some loop skips fully masked blocks
+};
+
+struct ProgramEstimate {
+  bool feasible = false;         // some legal block-size choice exists
+  std::string why_infeasible;    // what does not fit, at the best choice found
+  double seconds = 0;            // sum over kernels
+  BlockSizes blocks;             // the choice of this estimate (every axis, unit axes = 1)
+  std::vector<KernelEstimate> kernels;
+  double combos_tried = 0;       // block-size choices evaluated
+};
+
+class CostModel {
+ public:
+  explicit CostModel(Target target) : target_(std::move(target)) {}
+  const Target& target() const { return target_; }
+
+  // The optimistic bound of a type-checked tiled program: lowers it, then
+  // minimizes over block sizes. Throws eqf::Error when the program has no
+  // kernel form (lowering's message).
+  ProgramEstimate estimate(const Program& p) const;
+  ProgramEstimate estimate(const Program& p, const LoweredProgram& lowered) const;
+
+  // The bound at given block sizes (every axis of the program; unit axes are
+  // forced to 1). `feasible` says whether those tiles fit.
+  ProgramEstimate evaluate(const Program& p, const LoweredProgram& lowered, const BlockSizes& blocks) const;
+
+  // Time to move `bytes` at the full bandwidth: the compulsory-traffic part
+  // of extraction's lower bound for partial programs.
+  double transfer_seconds(double bytes) const { return bytes / target_.dram_bytes_per_s; }
+  double launch_seconds() const { return target_.launch_s; }
+
+ private:
+  Target target_;
+};
+
+}  // namespace eqf

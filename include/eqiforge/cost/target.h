@@ -1,0 +1,53 @@
+// Hardware profiles for the cost model (DESIGN §6), read from data files
+// (data/targets/NAME.json) so that figures are measured or sourced, never
+// buried in code.
+//
+// A profile holds what the optimistic latency bound needs:
+//   - the device's copy bandwidth, and what one program (one SM) can stream
+//     alone: a grid with fewer programs than that ratio cannot use all of it;
+//   - the dense fp16/bf16 tensor-core peak and the fp32 peak outside them;
+//   - the launch overhead of one kernel;
+//   - the per-program budgets that decide which block sizes are legal: shared
+//     memory for loaded tiles (times the pipeline's stages), registers for
+//     accumulators and live tiles, and the most elements one tile may hold.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace eqf {
+
+struct Target {
+  std::string name;                  // "h200"
+  std::string description;           // the device, and where the figures come from
+  int sms = 0;                       // streaming multiprocessors
+  double dram_bytes_per_s = 0;       // copy bandwidth, bytes read plus bytes written
+  double sm_bytes_per_s = 0;         // bandwidth one program reaches on its own
+  double mma_flops_per_s = 0;        // dense fp16/bf16 tensor-core peak (fp32 accumulate)
+  double fp_flops_per_s = 0;         // fp32 peak outside the tensor cores
+  double launch_s = 0;               // one kernel launch (an empty kernel's time)
+  int64_t l2_bytes = 0;
+  int64_t smem_bytes_per_program = 0;      // shared memory one program may use
+  int64_t register_bytes_per_program = 0;  // register budget for tiles of one program
+  int pipeline_stages = 2;           // copies of each loop-carried load tile in shared memory
+  int min_dot = 16;                  // tl.dot's smallest M, N and K (smaller tiles are padded)
+  int64_t max_tile_elements = 1 << 20;  // Triton's limit on the elements of one tile
+};
+
+// Parses a profile (JSON; see data/targets/h200.json for the fields). Throws
+// eqf::Error naming the file, the field and what was expected.
+Target parse_target(std::string_view json, const std::string& file);
+
+// A profile by name ("h200": NAME.json in the first directory of
+// target_search_path() that has it) or by path (anything with a '/' or
+// ending in .json). Throws eqf::Error listing where it looked.
+Target load_target(std::string_view name_or_path);
+
+// Where profiles are looked up, in order: $EQIFORGE_DATA/targets, then
+// data/targets under the current directory and its parents (up to three
+// levels), then data/targets beside or above the running executable.
+std::vector<std::string> target_search_path();
+
+}  // namespace eqf

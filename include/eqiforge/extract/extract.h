@@ -1,0 +1,126 @@
+// Extraction with early compression (DESIGN §5; the paper's Algorithm 1).
+//
+// A candidate is a complete tiled program whose every computation lies in a
+// kernel region: grid axes from `combine` chains (or a `collect`) at a
+// kernel's top, loop axes from `preduce` inside, leaves materialized (inputs,
+// collected buffers, global values computed by kernels of their own). Block
+// sizes stay symbolic: a candidate is a parameterized program.
+//
+// Programs are extracted as choice functions: each e-class a program reaches
+// is filled one way (an e-node, or a chain of e-nodes, see below), so a value
+// used twice is computed once. The e-graph must be clean().
+//
+// Partial programs. Extraction expands partial programs breadth-first from
+// the result classes: a partial program has chosen how to fill some classes;
+// the classes it reaches but has not filled yet are its holes. Expanding one
+// fills its oldest hole every valid way. How a class may be filled depends on
+// where it is used (validity.h: the requirements), which is what keeps every
+// computation inside a kernel:
+//   - a kernel's root: a global class filled by a chain of `combine`s (its
+//     grid), or a `collect`;
+//   - a load: a chain of `partition`/`replicate`/layout views ending at a
+//     materialized value (replicate only: also at a tile computed in the
+//     same kernel, or a scalar every program computes);
+//   - everything else: tile-level operators, inside some kernel.
+// A kernel whose body is only a load (a copy) is not built. Chains of views
+// and chains of combines are taken as one step, so the classes in their
+// middle are not choices. Before expanding, a fixpoint over the e-graph marks
+// which (class, requirement) pairs have any finite filling; fillings that
+// need a non-viable one are never generated.
+//
+// Equivalence. Two partial programs are equivalent (≈) when every filling of
+// their holes gives programs that differ only in the operand order of
+// commutative operators and contractions, in the order of the wrappers of a
+// load chain, and in the order of a kernel's grid axes: same kernels, same
+// loads, same cost. The canonical key of a partial program is a hash of its
+// filled classes with each filling in canonical form; equal keys mean equal
+// completions up to ≈.
+//
+// Modes (for measuring the compression):
+//   none   expand every filling; every complete program is built and checked;
+//   after  the same expansion, then complete programs are de-duplicated by key;
+//   early  a partial program whose key was already seen is not expanded
+//          (Algorithm 1): equivalent branches are cut before they grow.
+// All three output the same ≈-classes of candidates; `none` and `after` stop
+// at the state limit on e-graphs whose programs are too many to build.
+//
+// Cost pruning (with a cost model and prune_k > 0): a partial program whose
+// optimistic bound -- one launch per kernel it already has plus the
+// compulsory traffic of its inputs and outputs at full bandwidth -- exceeds
+// the k-th best complete candidate is dropped.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "eqiforge/cost/cost_model.h"
+#include "eqiforge/egraph/egraph.h"
+#include "eqiforge/extract/validity.h"
+#include "eqiforge/ir/program.h"
+#include "eqiforge/lower/kernel.h"
+
+namespace eqf {
+
+enum class ExtractMode { None, After, Early };
+std::string_view extract_mode_name(ExtractMode m);           // "none", "after", "early"
+std::optional<ExtractMode> parse_extract_mode(std::string_view text);
+
+struct ExtractOptions {
+  ExtractMode mode = ExtractMode::Early;
+  ExtractLimits limits;
+  // Expansion order: breadth-first (the paper's) or depth-first (finds
+  // complete candidates sooner, which helps cost pruning).
+  bool depth_first = false;
+  // Stop after this many partial programs were expanded, or this much time
+  // (the stats say which limit was hit).
+  uint64_t max_states = 5'000'000;
+  double time_limit_s = 600;
+  // Ranking (and feasibility: tiles must fit for some block sizes) when set.
+  const CostModel* cost = nullptr;
+  // Cost pruning with the k-th best candidate's estimate; 0 = off.
+  size_t prune_k = 0;
+  // The extracted programs' name; empty: "extracted".
+  std::string program_name;
+};
+
+struct ExtractStats {
+  uint64_t states_expanded = 0;    // partial programs expanded (holes filled)
+  uint64_t skipped_equivalent = 0; // partial programs not expanded: key already seen (early)
+  uint64_t pruned = 0;             // partial programs dropped by the cost bound
+  uint64_t dead_ends = 0;          // fillings refused by a requirement or a cycle
+  uint64_t complete_built = 0;     // complete programs built
+  uint64_t invalid = 0;            // complete programs without a kernel form within the limits
+  uint64_t distinct = 0;           // valid candidates distinct under ≈ (none: not de-duplicated)
+  uint64_t infeasible = 0;         // valid candidates whose tiles fit no block sizes
+  bool limit_hit = false;          // max_states or time_limit_s stopped the expansion
+  std::string limit;               // which: "states" or "time"
+  double enumerate_seconds = 0;    // expansion, building, de-duplication and validity
+  double rank_seconds = 0;         // cost estimates and sorting
+  double seconds = 0;              // both
+};
+
+struct Candidate {
+  Program program;                        // type-checked, block sizes symbolic
+  LoweredProgram lowered;                 // its kernels
+  uint64_t key = 0;                       // its ≈-class (equal keys, equivalent candidates)
+  std::optional<ProgramEstimate> estimate;  // with a cost model
+};
+
+struct ExtractResult {
+  ExtractStats stats;
+  // Valid candidates: ranked by estimate (fastest first, then by key) with a
+  // cost model, infeasible ones left out; else in the order they were found.
+  std::vector<Candidate> candidates;
+};
+
+// Extracts candidates computing `roots` (one per output, named and laid out
+// by `outputs`). Throws eqf::Error when the e-graph is not clean or the
+// outputs do not match the roots.
+ExtractResult extract_candidates(const EGraph& g, std::span<const EClassId> roots,
+                                 std::span<const OutputDecl> outputs, const ExtractOptions& options);
+
+}  // namespace eqf

@@ -1,0 +1,351 @@
+// The optimistic latency bound (see eqiforge/cost/cost_model.h): evaluation
+// of a summarized program at given block sizes, and its minimization over
+// power-of-two choices.
+#include "eqiforge/cost/cost_model.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include "cost/index_mask.h"
+#include "cost/summary.h"
+#include "eqiforge/ir/diagnostic.h"
+
+namespace eqf {
+namespace {
+
+using namespace cost;
+
+double pow2_at_least(double x) {
+  if (x <= 1) return 1;
+  return double(std::bit_ceil(uint64_t(std::ceil(x))));
+}
+
+// Per-axis quantities at one block-size choice. Rows come parents first
+// (summarize adds an axis after what it depends on), so one pass suffices.
+struct Sizes {
+  std::vector<double> block, size, local, coords;
+
+  void compute(const ProgramSummary& s, const std::vector<int64_t>& choice) {
+    size_t n = s.axes.size();
+    block.resize(n), size.resize(n), local.resize(n), coords.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      const AxisRow& r = s.axes[i];
+      double sz = r.parent >= 0 ? local[size_t(r.parent)]
+                                : r.collected_from >= 0 ? coords[size_t(r.collected_from)] : double(r.extent);
+      double b = r.unit ? 1.0 : double(choice[i]);
+      block[i] = b;
+      size[i] = sz;
+      local[i] = std::min(b, sz);
+      coords[i] = std::ceil(sz / b);
+    }
+  }
+  // Average valid elements of a dim per tile (exact totals over all tiles).
+  double avg(const DimRef& d) const {
+    switch (d.kind) {
+      case DimRef::Kind::One: return 1;
+      case DimRef::Kind::Fixed: return double(d.extent);
+      case DimRef::Kind::Collected: return coords[size_t(d.axis)];
+      case DimRef::Kind::Blocked: return size[size_t(d.axis)] / coords[size_t(d.axis)];
+    }
+    return 1;
+  }
+  // Elements of a dim in the tile the kernel allocates (powers of two).
+  double padded(const DimRef& d) const {
+    switch (d.kind) {
+      case DimRef::Kind::One: return 1;
+      case DimRef::Kind::Fixed: return pow2_at_least(double(d.extent));
+      case DimRef::Kind::Collected: return pow2_at_least(coords[size_t(d.axis)]);
+      case DimRef::Kind::Blocked: return pow2_at_least(local[size_t(d.axis)]);
+    }
+    return 1;
+  }
+  double avg(const Tile& t) const {
+    double e = 1;
+    for (const DimRef& d : t) e *= avg(d);
+    return e;
+  }
+  double padded(const Tile& t) const {
+    double e = 1;
+    for (const DimRef& d : t) e *= padded(d);
+    return e;
+  }
+};
+
+struct KernelEval {
+  double programs = 0, bytes = 0, mma = 0, other = 0;
+  double regs = 0, smem = 0, max_tile = 0;
+  double memory_s = 0, mma_s = 0, other_s = 0, seconds = 0;
+  bool masked = false;
+};
+
+KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t) {
+  KernelEval e;
+  e.programs = 1;
+  for (int g : k.grid) e.programs *= z.coords[size_t(g)];
+  std::vector<double> exec(k.loops.size());
+  double acc_regs = 0;
+  for (size_t i = 0; i < k.loops.size(); ++i) {
+    const LoopRow& l = k.loops[i];
+    double outer = l.parent < 0 ? e.programs : exec[size_t(l.parent)];
+    double trips = z.coords[size_t(l.axis)];
+    if (l.mask) {
+      int g = l.mask->grid_axis;
+      double S = g >= 0 ? z.size[size_t(g)] : 1, Bg = g >= 0 ? z.block[size_t(g)] : 1;
+      double visited = visited_blocks(*l.mask, z.size[size_t(l.axis)], z.block[size_t(l.axis)], S, Bg);
+      trips = visited / (g >= 0 ? z.coords[size_t(g)] : 1.0);
+      e.masked = true;
+    }
+    exec[i] = outer * trips;
+    for (const Tile& acc : l.accumulators) {
+      double el = z.padded(acc);
+      acc_regs += 4 * el;
+      e.other += exec[i] * l.combine_weight * el;
+      e.max_tile = std::max(e.max_tile, el);
+    }
+  }
+  auto times = [&](int scope) { return scope < 0 ? e.programs : exec[size_t(scope)]; };
+  for (const LoadRow& ld : k.loads) {
+    if (ld.dtype_bytes == 0) continue;  // an index, not a memory read
+    e.bytes += times(ld.scope) * z.avg(ld.tile) * ld.dtype_bytes;
+    double el = z.padded(ld.tile);
+    e.smem += el * ld.dtype_bytes * (ld.scope >= 0 ? t.pipeline_stages : 1);
+    e.max_tile = std::max(e.max_tile, el);
+  }
+  double live = 0;
+  for (const ComputeRow& c : k.computes) {
+    double el = z.padded(c.tile);
+    e.other += times(c.scope) * c.weight * el;
+    live = std::max(live, 4 * el);
+    e.max_tile = std::max(e.max_tile, el);
+  }
+  const double md = t.min_dot;
+  for (const DotRow& d : k.dots) {
+    double m = std::max(md, z.padded(d.rows)), kk = std::max(md, z.padded(d.k)), n = std::max(md, z.padded(d.cols));
+    double flops = times(d.scope) * 2 * m * kk * n;
+    (d.tensor_cores ? e.mma : e.other) += flops;
+    live = std::max(live, 4 * m * n);
+    e.max_tile = std::max(e.max_tile, std::max(m * n, std::max(m * kk, kk * n)));
+  }
+  for (const StoreRow& s : k.stores) e.bytes += z.avg(s.whole) * s.dtype_bytes;
+  e.regs = acc_regs + live;
+
+  double busy = std::min(e.programs, double(t.sms));
+  double frac = busy / double(t.sms);
+  double bw = std::min(t.dram_bytes_per_s, busy * t.sm_bytes_per_s);
+  e.memory_s = e.bytes / bw;
+  e.mma_s = e.mma / (t.mma_flops_per_s * frac);
+  e.other_s = e.other / (t.fp_flops_per_s * frac);
+  e.seconds = std::max({e.memory_s, e.mma_s, e.other_s}) + t.launch_s;
+  return e;
+}
+
+// How far a kernel's tiles exceed the budgets (0 when they fit).
+double overflow(const KernelEval& e, const Target& t) {
+  double o = 0;
+  o += std::max(0.0, e.regs / double(t.register_bytes_per_program) - 1);
+  o += std::max(0.0, e.smem / double(t.smem_bytes_per_program) - 1);
+  o += std::max(0.0, e.max_tile / double(t.max_tile_elements) - 1);
+  return o;
+}
+
+std::string kib(double bytes) { return std::to_string(int64_t(std::ceil(bytes / 1024))) + " KiB"; }
+
+std::string overflow_text(const std::string& kernel, const KernelEval& e, const Target& t) {
+  std::string out;
+  auto add = [&](const std::string& s) { out += (out.empty() ? "" : "; ") + s; };
+  if (e.regs > double(t.register_bytes_per_program))
+    add("registers " + kib(e.regs) + " > " + kib(double(t.register_bytes_per_program)));
+  if (e.smem > double(t.smem_bytes_per_program))
+    add("shared memory " + kib(e.smem) + " > " + kib(double(t.smem_bytes_per_program)));
+  if (e.max_tile > double(t.max_tile_elements))
+    add("a tile of " + std::to_string(int64_t(e.max_tile)) + " elements > " + std::to_string(t.max_tile_elements));
+  return kernel + ": " + out;
+}
+
+class Minimizer {
+ public:
+  Minimizer(const ProgramSummary& s, const Target& t) : s_(s), t_(t) {
+    const size_t n = s.axes.size();
+    choice_.assign(n, 1);
+    max_.assign(n, 1);
+    for (size_t i = 0; i < n; ++i) {
+      const AxisRow& r = s.axes[i];
+      double m = r.parent >= 0 ? max_[size_t(r.parent)]
+                               : r.collected_from >= 0 ? max_coords(size_t(r.collected_from)) : double(r.extent);
+      max_[i] = pow2_at_least(m);
+      if (!r.unit) free_.push_back(i);
+    }
+  }
+
+  // The best choice: every combination when there are few, else coordinate
+  // descent from a few starting points.
+  std::vector<int64_t> run(double& tried) {
+    double combos = 1;
+    for (size_t i : free_) combos *= std::log2(max_[i]) + 1;
+    best_ = std::numeric_limits<double>::infinity();
+    if (combos <= 4096) {
+      exhaustive(0);
+    } else {
+      for (double start : {16.0, 64.0, 256.0}) descend(start);
+    }
+    tried = tried_;
+    return best_choice_.empty() ? choice_ : best_choice_;
+  }
+
+ private:
+  double max_coords(size_t axis) const {
+    // Coordinates of an axis are largest at block size 1: what it splits.
+    const AxisRow& r = s_.axes[axis];
+    if (r.parent >= 0) return max_[size_t(r.parent)];
+    if (r.collected_from >= 0) return max_coords(size_t(r.collected_from));
+    return double(r.extent);
+  }
+
+  // Inner levels never exceed their outer level's block.
+  void normalize(std::vector<int64_t>& c) const {
+    for (size_t i = 0; i < s_.axes.size(); ++i) {
+      const AxisRow& r = s_.axes[i];
+      if (r.parent >= 0) c[i] = std::min(c[i], c[size_t(r.parent)]);
+    }
+  }
+
+  double objective(std::vector<int64_t> c) {
+    normalize(c);
+    ++tried_;
+    z_.compute(s_, c);
+    double total = 0, over = 0;
+    for (const KernelSummary& k : s_.kernels) {
+      KernelEval e = eval_kernel(k, z_, t_);
+      total += e.seconds;
+      over += overflow(e, t_);
+    }
+    // Infeasible choices rank after every feasible one, closest to fitting first.
+    double v = over > 0 ? 1e9 * (1 + over) : total;
+    if (v < best_) {
+      best_ = v;
+      best_choice_ = c;
+    }
+    return v;
+  }
+
+  void exhaustive(size_t i) {
+    if (i == free_.size()) {
+      objective(choice_);
+      return;
+    }
+    // Largest blocks first: among equal estimates (tiny problems, where
+    // the launch dominates) the first found, with the fewest programs, stays.
+    size_t a = free_[i];
+    for (double b = max_[a]; b >= 1; b /= 2) {
+      choice_[a] = int64_t(b);
+      exhaustive(i + 1);
+    }
+  }
+
+  void descend(double start) {
+    std::vector<int64_t> c = choice_;
+    for (size_t a : free_) c[a] = int64_t(std::min(start, max_[a]));
+    double cur = objective(c);
+    for (int sweep = 0; sweep < 8; ++sweep) {
+      bool improved = false;
+      for (size_t a : free_) {
+        int64_t keep = c[a];
+        for (double b = 1; b <= max_[a]; b *= 2) {
+          if (int64_t(b) == keep) continue;
+          c[a] = int64_t(b);
+          double v = objective(c);
+          if (v < cur) {
+            cur = v;
+            keep = c[a];
+            improved = true;
+          }
+        }
+        c[a] = keep;
+      }
+      if (!improved) break;
+    }
+  }
+
+  const ProgramSummary& s_;
+  const Target& t_;
+  std::vector<int64_t> choice_;
+  std::vector<double> max_;
+  std::vector<size_t> free_;
+  Sizes z_;
+  double best_ = 0;
+  std::vector<int64_t> best_choice_;
+  double tried_ = 0;
+};
+
+ProgramEstimate report(const ProgramSummary& s, const LoweredProgram& lp, const std::vector<int64_t>& choice,
+                       const Target& t) {
+  Sizes z;
+  z.compute(s, choice);
+  ProgramEstimate out;
+  out.feasible = true;
+  for (size_t i = 0; i < s.axes.size(); ++i) out.blocks[s.axes[i].axis] = int64_t(z.block[i]);
+  for (size_t ki = 0; ki < s.kernels.size(); ++ki) {
+    const KernelSummary& k = s.kernels[ki];
+    KernelEval e = eval_kernel(k, z, t);
+    if (overflow(e, t) > 0) {
+      out.feasible = false;
+      out.why_infeasible += (out.why_infeasible.empty() ? "" : "; ") + overflow_text(k.name, e, t);
+    }
+    KernelEstimate ke;
+    ke.name = k.name;
+    ke.grid = lp.kernels[ki].grid;
+    for (const Loop& l : lp.kernels[ki].loops) ke.loops.push_back(l.axis);
+    ke.programs = e.programs;
+    ke.bytes = e.bytes;
+    ke.mma_flops = e.mma;
+    ke.other_flops = e.other;
+    ke.memory_s = e.memory_s;
+    ke.mma_s = e.mma_s;
+    ke.other_s = e.other_s;
+    ke.launch_s = t.launch_s;
+    ke.seconds = e.seconds;
+    ke.masked = e.masked;
+    double m = std::max({e.memory_s, e.mma_s, e.other_s});
+    ke.bound = m == 0 ? "launch" : m == e.memory_s ? "memory" : m == e.mma_s ? "mma" : "fp";
+    out.seconds += e.seconds;
+    out.kernels.push_back(std::move(ke));
+  }
+  return out;
+}
+
+}  // namespace
+
+ProgramEstimate CostModel::estimate(const Program& p) const { return estimate(p, lower_program(p)); }
+
+ProgramEstimate CostModel::estimate(const Program& p, const LoweredProgram& lowered) const {
+  ProgramSummary s = summarize(p, lowered);
+  Minimizer m(s, target_);
+  double tried = 0;
+  std::vector<int64_t> best = m.run(tried);
+  ProgramEstimate out = report(s, lowered, best, target_);
+  out.combos_tried = tried;
+  return out;
+}
+
+ProgramEstimate CostModel::evaluate(const Program& p, const LoweredProgram& lowered, const BlockSizes& blocks) const {
+  ProgramSummary s = summarize(p, lowered);
+  std::vector<int64_t> choice(s.axes.size(), 1);
+  std::string missing;
+  for (size_t i = 0; i < s.axes.size(); ++i) {
+    if (s.axes[i].unit) continue;
+    auto it = blocks.find(s.axes[i].axis);
+    if (it == blocks.end() || it->second < 1) {
+      missing += (missing.empty() ? "" : " ") + s.axes[i].axis.name();
+      continue;
+    }
+    choice[i] = it->second;
+  }
+  if (!missing.empty()) throw Error(p.file, {}, "cost model: no block size (at least 1) for axes " + missing);
+  ProgramEstimate out = report(s, lowered, choice, target_);
+  out.combos_tried = 1;
+  return out;
+}
+
+}  // namespace eqf

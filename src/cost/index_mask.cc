@@ -1,0 +1,283 @@
+#include "cost/index_mask.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <unordered_set>
+
+namespace eqf::cost {
+namespace {
+
+// Nodes whose values the loop reads rather than computes: loads, constants
+// and nested loops' results.
+bool stops_walk(Op op) {
+  return op == Op::Partition || op == Op::Replicate || op == Op::Input || op == Op::Iota || op == Op::Const ||
+         op == Op::Collect || op == Op::PReduce || op == Op::Combine;
+}
+
+void reach(const Program& p, NodeId n, std::unordered_set<uint32_t>& seen) {
+  if (!seen.insert(n.v).second) return;
+  if (stops_walk(p.node(n).op)) return;
+  for (NodeId c : p.children(n)) reach(p, c, seen);
+}
+
+bool is_literal(const Program& p, NodeId n) {
+  const Type& t = p.type(n).get();
+  return p.node(n).op == Op::Const || (!t.is_tuple && t.tensor().literal);
+}
+
+// Linear forms over dims: coefficient per dim symbol plus a constant.
+struct Linear {
+  std::vector<std::pair<Symbol, double>> coef;
+  double constant = 0;
+  void add(const Linear& o, double scale) {
+    constant += scale * o.constant;
+    for (auto [d, c] : o.coef) {
+      auto it = std::find_if(coef.begin(), coef.end(), [&](const auto& x) { return x.first == d; });
+      if (it == coef.end()) coef.push_back({d, scale * c});
+      else it->second += scale * c;
+    }
+  }
+};
+
+// Only literal constants reach here as Const; their value is the attribute.
+std::optional<double> literal_value(const Program& p, NodeId n) {
+  if (p.node(n).op == Op::Const) return attr_f64(p.node(n).attrs);
+  return std::nullopt;
+}
+
+std::optional<Linear> linearize(const Program& p, NodeId n) {
+  const Node& node = p.node(n);
+  auto kids = p.children(n);
+  switch (node.op) {
+    case Op::Const: {
+      Linear l;
+      l.constant = attr_f64(node.attrs);
+      return l;
+    }
+    case Op::Iota: {
+      Linear l;
+      l.coef.push_back({attr_sym(node.attrs, 0), 1.0});
+      return l;
+    }
+    case Op::Partition:
+    case Op::Replicate:
+    case Op::Cast:
+      return linearize(p, kids[0]);
+    case Op::Neg: {
+      auto a = linearize(p, kids[0]);
+      if (!a) return std::nullopt;
+      Linear l;
+      l.add(*a, -1);
+      return l;
+    }
+    case Op::Add:
+    case Op::Sub: {
+      auto a = linearize(p, kids[0]), b = linearize(p, kids[1]);
+      if (!a || !b) return std::nullopt;
+      Linear l = *a;
+      l.add(*b, node.op == Op::Add ? 1 : -1);
+      return l;
+    }
+    case Op::Mul: {
+      for (int i = 0; i < 2; ++i) {
+        if (auto c = literal_value(p, kids[size_t(i)])) {
+          auto x = linearize(p, kids[size_t(1 - i)]);
+          if (!x) return std::nullopt;
+          Linear l;
+          l.add(*x, *c);
+          return l;
+        }
+      }
+      return std::nullopt;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+// The predicates a boolean node asserts (a conjunction), as `a - b cmp 0`.
+bool conjuncts(const Program& p, NodeId n, std::vector<std::pair<IndexPredicate::Cmp, Linear>>& out) {
+  const Node& node = p.node(n);
+  auto kids = p.children(n);
+  if (node.op == Op::Partition || node.op == Op::Replicate) return conjuncts(p, kids[0], out);
+  if (node.op == Op::Mul) return conjuncts(p, kids[0], out) && conjuncts(p, kids[1], out);
+  IndexPredicate::Cmp cmp;
+  if (node.op == Op::Lt) cmp = IndexPredicate::Cmp::Lt;
+  else if (node.op == Op::Le) cmp = IndexPredicate::Cmp::Le;
+  else if (node.op == Op::Eq) cmp = IndexPredicate::Cmp::Eq;
+  else return false;
+  auto a = linearize(p, kids[0]), b = linearize(p, kids[1]);
+  if (!a || !b) return false;
+  Linear l = *a;
+  l.add(*b, -1);
+  out.push_back({cmp, l});
+  return true;
+}
+
+// The axis blocking dim d in a type, if exactly one does.
+std::optional<Axis> blocking_axis(const TensorType& t, Symbol d, int& count) {
+  count = 0;
+  std::optional<Axis> a;
+  for (const AxisState& as : t.delta)
+    if ((as.state.kind == StateKind::Part || as.state.kind == StateKind::Local) && as.state.dim == d) {
+      ++count;
+      a = as.axis;
+    }
+  return a;
+}
+
+}  // namespace
+
+std::optional<LoopMask> find_loop_mask(const Program& p, const Kernel& k, int loop, const ProgramSummary& summary) {
+  const Loop& l = k.loops[size_t(loop)];
+  NodeId body = p.children(l.preduce)[0];
+  std::vector<NodeId> components;
+  if (p.node(body).op == Op::Tuple)
+    for (NodeId c : p.children(body)) components.push_back(c);
+  else
+    components.push_back(body);
+
+  std::vector<std::unordered_set<uint32_t>> reached(components.size());
+  for (size_t i = 0; i < components.size(); ++i) reach(p, components[i], reached[i]);
+
+  LoopMask mask;
+  bool any_loop_term = false;
+  for (uint32_t id : reached[0]) {
+    NodeId w{id};
+    if (p.node(w).op != Op::Where) continue;
+    auto kids = p.children(w);
+    if (!is_literal(p, kids[2])) continue;
+    bool everywhere = std::all_of(reached.begin(), reached.end(), [&](const auto& s) { return s.count(id) > 0; });
+    if (!everywhere) continue;
+    std::vector<std::pair<IndexPredicate::Cmp, Linear>> preds;
+    if (!conjuncts(p, kids[0], preds)) continue;
+    const TensorType& wt = p.type(w).get().tensor();
+    for (auto& [cmp, lin] : preds) {
+      IndexPredicate pred;
+      pred.cmp = cmp;
+      pred.constant = lin.constant;
+      bool ok = true;
+      for (auto [d, c] : lin.coef) {
+        if (c == 0) continue;
+        int count = 0;
+        std::optional<Axis> a = blocking_axis(wt, d, count);
+        IndexPredicate::Term term{2, c, 0};
+        if (count == 0) {
+          const DimInfo* info = p.dims.find(d);
+          if (!info || info->collected_from) {
+            ok = false;
+            break;
+          }
+          term.extent = info->extent;
+        } else if (count == 1 && a->level == 0 && *a == l.axis) {
+          term.role = 0;
+          any_loop_term = true;
+        } else if (count == 1 && a->level == 0 && std::find(k.grid.begin(), k.grid.end(), *a) != k.grid.end()) {
+          int gi = summary.axis_index(*a);
+          if (mask.grid_axis >= 0 && mask.grid_axis != gi) {
+            ok = false;
+            break;
+          }
+          mask.grid_axis = gi;
+          term.role = 1;
+        } else {
+          ok = false;
+          break;
+        }
+        pred.terms.push_back(term);
+      }
+      if (ok) mask.predicates.push_back(pred);
+    }
+  }
+  if (mask.predicates.empty() || !any_loop_term) return std::nullopt;
+  return mask;
+}
+
+double visited_blocks(const LoopMask& mask, double T, double Bt, double S, double Bg) {
+  const int64_t J = int64_t(std::ceil(T / Bt));
+  const int64_t I = mask.grid_axis >= 0 ? int64_t(std::ceil(S / Bg)) : 1;
+  // Range of a predicate's linear form over the box of block (i, j).
+  auto range = [&](const IndexPredicate& pr, int64_t i, int64_t j, double& lo, double& hi) {
+    lo = hi = pr.constant;
+    for (const IndexPredicate::Term& t : pr.terms) {
+      double a = 0, b = 0;
+      if (t.role == 0) {
+        a = double(j) * Bt;
+        b = std::min(double(j + 1) * Bt, T) - 1;
+      } else if (t.role == 1) {
+        a = double(i) * Bg;
+        b = std::min(double(i + 1) * Bg, S) - 1;
+      } else {
+        a = 0;
+        b = double(t.extent) - 1;
+      }
+      double x = t.coef * a, y = t.coef * b;
+      lo += std::min(x, y);
+      hi += std::max(x, y);
+    }
+  };
+  // Whether some point of the block can satisfy the predicate.
+  auto possible = [&](const IndexPredicate& pr, int64_t i, int64_t j) {
+    double lo, hi;
+    range(pr, i, j, lo, hi);
+    switch (pr.cmp) {
+      case IndexPredicate::Cmp::Lt: return lo < 0;
+      case IndexPredicate::Cmp::Le: return lo <= 0;
+      case IndexPredicate::Cmp::Eq: return lo <= 0 && hi >= 0;
+    }
+    return true;
+  };
+  double total = 0;
+  for (int64_t i = 0; i < I; ++i) {
+    // Each predicate's possible blocks form an interval of j (its linear
+    // form is monotone in j): find it by binary search from a possible block.
+    int64_t lo_j = 0, hi_j = J - 1;
+    for (const IndexPredicate& pr : mask.predicates) {
+      double coef_t = 0;
+      for (const IndexPredicate::Term& t : pr.terms)
+        if (t.role == 0) coef_t += t.coef;
+      if (coef_t == 0) {
+        if (!possible(pr, i, 0)) lo_j = 1, hi_j = 0;
+        continue;
+      }
+      // Find some possible block: for an Eq predicate the set may be interior.
+      auto first_true = [&](int64_t a, int64_t b, const std::function<bool(int64_t)>& f) {
+        // smallest j in [a, b] with f(j) true, f monotone false..true; b + 1 if none
+        while (a <= b) {
+          int64_t m = a + (b - a) / 2;
+          if (f(m)) b = m - 1;
+          else a = m + 1;
+        }
+        return a;
+      };
+      // For coef_t > 0, lo grows with j: "lo small enough" holds on a prefix;
+      // for an Eq predicate "hi >= 0" also holds on a suffix. Mirror for < 0.
+      auto lo_ok = [&](int64_t j) {
+        double lo, hi;
+        range(pr, i, j, lo, hi);
+        return pr.cmp == IndexPredicate::Cmp::Lt ? lo < 0 : lo <= 0;
+      };
+      auto hi_ok = [&](int64_t j) {
+        if (pr.cmp != IndexPredicate::Cmp::Eq) return true;
+        double lo, hi;
+        range(pr, i, j, lo, hi);
+        return hi >= 0;
+      };
+      int64_t a, b;
+      if (coef_t > 0) {
+        b = first_true(0, J - 1, [&](int64_t j) { return !lo_ok(j); }) - 1;  // last j with lo_ok
+        a = first_true(0, J - 1, hi_ok);                                     // first j with hi_ok
+      } else {
+        a = first_true(0, J - 1, lo_ok);
+        b = first_true(0, J - 1, [&](int64_t j) { return !hi_ok(j); }) - 1;
+      }
+      lo_j = std::max(lo_j, a);
+      hi_j = std::min(hi_j, b);
+    }
+    if (hi_j >= lo_j) total += double(hi_j - lo_j + 1);
+  }
+  return total;
+}
+
+}  // namespace eqf::cost

@@ -1,0 +1,205 @@
+// Compiling a lowered program for the cost model (see cost/summary.h).
+#include "cost/summary.h"
+
+#include <algorithm>
+
+#include "cost/index_mask.h"
+#include "eqiforge/ir/diagnostic.h"
+
+namespace eqf::cost {
+namespace {
+
+class Compiler {
+ public:
+  Compiler(const Program& p, const LoweredProgram& lp) : p_(p), lp_(lp) {}
+
+  ProgramSummary run() {
+    for (Axis a : lp_.axes) axis(a);
+    for (const Kernel& k : lp_.kernels) out_.kernels.push_back(kernel(k));
+    return std::move(out_);
+  }
+
+ private:
+  // The row of an axis, adding it (and what it depends on) if new.
+  int axis(Axis a) {
+    int i = out_.axis_index(a);
+    if (i >= 0) return i;
+    AxisRow row;
+    row.axis = a;
+    row.unit = lp_.unit_axes.count(a) > 0;
+    if (a.level > 0) {
+      row.parent = axis(Axis{a.dim, uint8_t(a.level - 1)});
+    } else {
+      const DimInfo* info = p_.dims.find(a.dim);
+      if (!info) throw Error(p_.file, {}, "cost model: axis " + a.name() + " splits the undeclared dim " +
+                                              std::string(a.dim.str()));
+      if (info->collected_from) row.collected_from = axis(*info->collected_from);
+      else row.extent = info->extent;
+    }
+    out_.axes.push_back(row);
+    return int(out_.axes.size()) - 1;
+  }
+
+  DimRef whole(Symbol d) {
+    const DimInfo* info = p_.dims.find(d);
+    if (!info) throw Error(p_.file, {}, "cost model: dim " + std::string(d.str()) + " is not declared");
+    DimRef r;
+    if (info->collected_from) {
+      r.kind = DimRef::Kind::Collected;
+      r.axis = axis(*info->collected_from);
+    } else {
+      r.kind = info->extent == 1 ? DimRef::Kind::One : DimRef::Kind::Fixed;
+      r.extent = info->extent;
+    }
+    return r;
+  }
+
+  DimRef ref(const DimView& v) {
+    if (v.squeezed) return DimRef{};
+    if (v.depth == 0) return whole(v.dim);
+    DimRef r;
+    r.kind = DimRef::Kind::Blocked;
+    r.axis = axis(Axis{v.dim, uint8_t(v.depth - 1)});
+    return r;
+  }
+
+  Tile tile(const std::vector<DimView>& views) {
+    Tile t;
+    for (const DimView& v : views)
+      if (!v.squeezed) t.push_back(ref(v));
+    return t;
+  }
+  Tile tile_of(const TensorType& t) { return tile(tile_view(p_, t, lp_.unit_axes)); }
+  Tile tile_of(NodeId n) { return tile_of(p_.type(n).get().parts.front()); }
+
+  // The union of two tiles by dim (for a broadcast product).
+  Tile union_tile(const TensorType& a, const TensorType& b) {
+    std::vector<DimView> va = tile_view(p_, a, lp_.unit_axes), vb = tile_view(p_, b, lp_.unit_axes);
+    for (const DimView& v : vb)
+      if (std::none_of(va.begin(), va.end(), [&](const DimView& x) { return x.dim == v.dim; })) va.push_back(v);
+    return tile(va);
+  }
+
+  void contraction(KernelSummary& ks, NodeId n, int scope) {
+    Symbol kd = attr_sym(p_.node(n).attrs, 0);
+    const TensorType& a = p_.type(p_.children(n)[0]).get().tensor();
+    const TensorType& b = p_.type(p_.children(n)[1]).get().tensor();
+    auto live = [&](const TensorType& t) {
+      std::vector<DimView> out;
+      for (const DimView& v : tile_view(p_, t, lp_.unit_axes))
+        if (!v.squeezed) out.push_back(v);
+      return out;
+    };
+    std::vector<DimView> va = live(a), vb = live(b);
+    auto has_k = [&](const std::vector<DimView>& v) {
+      return std::any_of(v.begin(), v.end(), [&](const DimView& x) { return x.dim == kd; });
+    };
+    // The emitter's rule: tl.dot for two 2-D operands sharing only k.
+    if (va.size() == 2 && vb.size() == 2 && has_k(va) && has_k(vb)) {
+      DimView rows = va[0].dim == kd ? va[1] : va[0];
+      DimView cols = vb[0].dim == kd ? vb[1] : vb[0];
+      DimView kv = va[0].dim == kd ? va[0] : va[1];
+      if (rows.dim != cols.dim) {
+        DotRow d;
+        d.scope = scope;
+        d.rows = ref(rows);
+        d.k = ref(kv);
+        d.cols = ref(cols);
+        d.tensor_cores = a.dtype == DType::F16 || a.dtype == DType::BF16;
+        ks.dots.push_back(d);
+        return;
+      }
+    }
+    ks.computes.push_back(ComputeRow{scope, 2.0, union_tile(a, b)});
+  }
+
+  void compute(KernelSummary& ks, NodeId n, int scope) {
+    const Node& node = p_.node(n);
+    const Type& t = p_.type(n).get();
+    if (!t.is_tuple && t.tensor().literal) return;
+    if (node.op == Op::TileMatMul || node.op == Op::MatMul) return contraction(ks, n, scope);
+    if (node.op == Op::Reduce) {
+      const Reduction& r = attr_red(node.attrs, 1).get();
+      // A repaired component rescales its state at every combine.
+      double w = std::any_of(r.components.begin(), r.components.end(),
+                             [](const RedComponent& c) { return c.repair != Repair::None; })
+                     ? 3.0
+                     : 1.0;
+      const Type& in = p_.type(p_.children(n)[0]).get();
+      for (const TensorType& part : in.parts) ks.computes.push_back(ComputeRow{scope, w, tile_of(part)});
+      return;
+    }
+    if (op_has(node.op, kPointwise)) {
+      ks.computes.push_back(ComputeRow{scope, 1.0, tile_of(n)});
+      return;
+    }
+    // tuple, proj, replicate of a computed value, views: no arithmetic.
+  }
+
+  void block(KernelSummary& ks, const Kernel& k, const Block& b, int scope) {
+    for (const Item& it : b.items) {
+      if (it.kind == Item::Kind::Compute) compute(ks, it.node, scope);
+      else if (it.kind == Item::Kind::Loop) block(ks, k, k.loops[size_t(it.index)].body, it.index);
+    }
+  }
+
+  KernelSummary kernel(const Kernel& k) {
+    KernelSummary ks;
+    ks.name = k.name;
+    for (Axis a : k.grid) ks.grid.push_back(axis(a));
+    for (size_t i = 0; i < k.loops.size(); ++i) {
+      const Loop& l = k.loops[i];
+      LoopRow row;
+      row.axis = axis(l.axis);
+      row.parent = l.parent;
+      for (const Accumulator& acc : l.accumulators) {
+        row.accumulators.push_back(tile(acc.dims));
+        if (acc.red.repair != Repair::None) row.combine_weight = 3;
+      }
+      ks.loops.push_back(std::move(row));
+    }
+    for (const Load& ld : k.loads) {
+      const Type& t = p_.type(ld.node).get();
+      for (size_t i = 0; i < t.parts.size(); ++i) {
+        if (ld.component >= 0 && i > 0) break;
+        LoadRow row;
+        row.scope = ld.scope;
+        if (ld.buffer >= 0) {
+          int buffer = ld.buffer + (t.is_tuple ? int(i) : 0);
+          row.dtype_bytes = dtype_bytes(lp_.buffers[size_t(buffer)].dtype);
+        }
+        row.tile = tile_of(t.parts[i]);
+        ks.loads.push_back(std::move(row));
+      }
+    }
+    block(ks, k, k.body, -1);
+    for (const Store& s : k.stores) {
+      const Buffer& b = lp_.buffers[size_t(s.buffer)];
+      StoreRow row;
+      row.dtype_bytes = dtype_bytes(b.dtype);
+      for (Symbol d : b.layout) {
+        DimRef r = whole(d);
+        if (r.kind != DimRef::Kind::One) row.whole.push_back(r);
+      }
+      ks.stores.push_back(std::move(row));
+    }
+    for (size_t i = 0; i < k.loops.size(); ++i) ks.loops[i].mask = find_loop_mask(p_, k, int(i), out_);
+    return ks;
+  }
+
+  const Program& p_;
+  const LoweredProgram& lp_;
+  ProgramSummary out_;
+};
+
+}  // namespace
+
+int ProgramSummary::axis_index(Axis a) const {
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i].axis == a) return int(i);
+  return -1;
+}
+
+ProgramSummary summarize(const Program& p, const LoweredProgram& lowered) { return Compiler(p, lowered).run(); }
+
+}  // namespace eqf::cost

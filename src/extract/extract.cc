@@ -1,0 +1,230 @@
+// The extraction driver (see eqiforge/extract/extract.h): breadth-first
+// expansion of partial programs with early compression, validity of the
+// complete ones, cost pruning and ranking.
+#include "eqiforge/extract/extract.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <limits>
+#include <queue>
+#include <unordered_set>
+
+#include "eqiforge/ir/diagnostic.h"
+#include "extract/build.h"
+#include "extract/choice.h"
+#include "extract/partial.h"
+
+namespace eqf {
+
+std::string_view extract_mode_name(ExtractMode m) {
+  switch (m) {
+    case ExtractMode::None: return "none";
+    case ExtractMode::After: return "after";
+    case ExtractMode::Early: return "early";
+  }
+  return "early";
+}
+
+std::optional<ExtractMode> parse_extract_mode(std::string_view text) {
+  if (text == "none") return ExtractMode::None;
+  if (text == "after") return ExtractMode::After;
+  if (text == "early") return ExtractMode::Early;
+  return std::nullopt;
+}
+
+namespace {
+
+using namespace extract;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+double tensor_bytes(const DimTable& dims, const TensorType& t) {
+  double n = dtype_bytes(t.dtype);
+  for (Symbol d : t.dims)
+    if (const DimInfo* info = dims.find(d); info && !info->collected_from) n *= double(info->extent);
+  return n;
+}
+
+class Enumerator {
+ public:
+  Enumerator(const EGraph& g, std::span<const EClassId> roots, std::span<const OutputDecl> outputs,
+             const ExtractOptions& options)
+      : g_(g), roots_(roots.begin(), roots.end()), outputs_(outputs), opt_(options), table_(g, options.limits),
+        filler_(table_) {
+    for (EClassId& r : roots_) r = g_.find(r);
+    for (EClassId r : roots_) {
+      const Type& t = g_.type(r).get();
+      if (!t.is_tuple) output_bytes_ += tensor_bytes(g_.dims(), t.tensor());
+    }
+  }
+
+  ExtractResult run() {
+    Clock::time_point start = Clock::now();
+    enumerate(start);
+    out_.stats.enumerate_seconds = seconds_since(start);
+    Clock::time_point rank_start = Clock::now();
+    rank();
+    out_.stats.rank_seconds = seconds_since(rank_start);
+    out_.stats.seconds = seconds_since(start);
+    return std::move(out_);
+  }
+
+ private:
+  // The optimistic bound of a partial program: each kernel it already has
+  // costs a launch, and its inputs and the outputs must cross memory once.
+  double lower_bound(uint32_t kernels, double input_bytes) const {
+    return double(kernels) * opt_.cost->launch_seconds() + opt_.cost->transfer_seconds(input_bytes + output_bytes_);
+  }
+  double kth_best() const {
+    return best_.size() < opt_.prune_k ? std::numeric_limits<double>::infinity() : best_.top();
+  }
+  bool pruning() const { return opt_.cost && opt_.prune_k > 0; }
+
+  double input_bytes(const Option& o) {
+    if (!o.input) return 0;
+    const InputDecl* d = g_.input_decl(attr_sym(g_.attrs(o.path.front()), 0));
+    if (!d) return 0;
+    double n = dtype_bytes(d->dtype);
+    for (Symbol s : d->layout)
+      if (const DimInfo* info = g_.dims().find(s)) n *= double(info->extent);
+    return n;
+  }
+
+  void enumerate(Clock::time_point start) {
+    ExtractStats& st = out_.stats;
+    table_.analyze(roots_, kMaterial | kRoot);
+    PartialProgram init;
+    bool ok = true;
+    for (EClassId r : roots_) ok = filler_.require(init, r, kMaterial | kRoot) && ok;
+    if (!ok) return;  // some output has no valid filling at all
+    std::deque<PartialProgram> work;
+    work.push_back(std::move(init));
+    while (!work.empty()) {
+      PartialProgram s;
+      if (opt_.depth_first) {
+        s = std::move(work.back());
+        work.pop_back();
+      } else {
+        s = std::move(work.front());
+        work.pop_front();
+      }
+      if (pruning() && lower_bound(s.kernels, s.input_bytes) > kth_best()) {
+        ++st.pruned;
+        continue;
+      }
+      if (s.complete()) {
+        complete(s);
+        continue;
+      }
+      if (st.states_expanded >= opt_.max_states) {
+        st.limit_hit = true;
+        st.limit = "states";
+        break;
+      }
+      if ((st.states_expanded & 255) == 0 && seconds_since(start) > opt_.time_limit_s) {
+        st.limit_hit = true;
+        st.limit = "time";
+        break;
+      }
+      ++st.states_expanded;
+      const Hole hole = s.holes.front();
+      EClassId c(hole.cls);
+      std::span<const Option> options = table_.options(c);
+      size_t first_child = work.size();
+      for (uint32_t i = 0; i < options.size(); ++i) {
+        const Option& o = options[i];
+        if (!table_.viable(c, o, hole.req)) continue;
+        Key key = s.key.plus(c, o.canon);
+        // Algorithm 1, line 5: an equivalent partial program was seen, so its
+        // expansion covers this one's completions.
+        if (opt_.mode == ExtractMode::Early && !seen_.insert(key).second) {
+          ++st.skipped_equivalent;
+          continue;
+        }
+        double in_bytes = input_bytes(o);
+        if (pruning() && lower_bound(s.kernels + (o.kernel_root ? 1 : 0), s.input_bytes + in_bytes) > kth_best()) {
+          ++st.pruned;
+          continue;
+        }
+        PartialProgram child = s;
+        if (!filler_.fill_first_hole(child, i, in_bytes)) {
+          ++st.dead_ends;
+          continue;
+        }
+        work.push_back(std::move(child));
+      }
+      // Depth-first pops the last child first; keep the options' order.
+      if (opt_.depth_first) std::reverse(work.begin() + long(first_child), work.end());
+    }
+  }
+
+  void complete(const PartialProgram& s) {
+    ExtractStats& st = out_.stats;
+    ++st.complete_built;
+    Program p = build_program(g_, table_, s, roots_, outputs_, opt_.program_name);
+    if (opt_.mode == ExtractMode::After && !after_keys_.insert(s.key).second) return;
+    LoweredProgram lowered;
+    if (check_candidate(p, opt_.limits, &lowered)) {
+      ++st.invalid;
+      return;
+    }
+    ++st.distinct;
+    Candidate cand{std::move(p), std::move(lowered), s.key.a, std::nullopt};
+    if (pruning()) {
+      cand.estimate = opt_.cost->estimate(cand.program, cand.lowered);
+      if (cand.estimate->feasible) {
+        best_.push(cand.estimate->seconds);
+        if (best_.size() > opt_.prune_k) best_.pop();
+      }
+    }
+    out_.candidates.push_back(std::move(cand));
+  }
+
+  void rank() {
+    if (!opt_.cost) return;
+    std::vector<Candidate>& cs = out_.candidates;
+    for (Candidate& c : cs)
+      if (!c.estimate) c.estimate = opt_.cost->estimate(c.program, c.lowered);
+    size_t before = cs.size();
+    cs.erase(std::remove_if(cs.begin(), cs.end(), [](const Candidate& c) { return !c.estimate->feasible; }),
+             cs.end());
+    out_.stats.infeasible = before - cs.size();
+    std::stable_sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) {
+      if (a.estimate->seconds != b.estimate->seconds) return a.estimate->seconds < b.estimate->seconds;
+      return a.key < b.key;
+    });
+  }
+
+  const EGraph& g_;
+  std::vector<EClassId> roots_;
+  std::span<const OutputDecl> outputs_;
+  const ExtractOptions& opt_;
+  OptionTable table_;
+  Filler filler_;
+  double output_bytes_ = 0;
+  std::unordered_set<Key, KeyHash> seen_, after_keys_;
+  std::priority_queue<double> best_;  // the k best feasible estimates (largest on top)
+  ExtractResult out_;
+};
+
+}  // namespace
+
+ExtractResult extract_candidates(const EGraph& g, std::span<const EClassId> roots,
+                                 std::span<const OutputDecl> outputs, const ExtractOptions& options) {
+  if (!g.clean()) throw Error("extraction needs a rebuilt e-graph (call rebuild() first)");
+  if (roots.empty()) throw Error("extraction needs at least one result class");
+  if (outputs.size() != roots.size())
+    throw Error("extraction: " + std::to_string(roots.size()) + " result classes but " +
+                std::to_string(outputs.size()) + " output declarations");
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Type& t = g.type(roots[i]).get();
+    if (t.is_tuple || t.tensor().literal || !t.tensor().delta.empty())
+      throw Error("extraction: output " + std::string(outputs[i].name.str()) + " has type " +
+                  type_text(t, &g.dims()) + "; an output is a tensor with no parallel axes");
+  }
+  return Enumerator(g, roots, outputs, options).run();
+}
+
+}  // namespace eqf

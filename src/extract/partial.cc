@@ -1,0 +1,89 @@
+#include "extract/partial.h"
+
+#include <algorithm>
+
+namespace eqf::extract {
+namespace {
+
+uint64_t splitmix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+Key Key::plus(EClassId c, uint64_t canon) const {
+  uint64_t e = splitmix(canon ^ (uint64_t(c.v) << 40) ^ c.v);
+  return Key{a + e, b + splitmix(e ^ 0xD1B54A32D192ED03ull)};
+}
+
+const Filled* PartialProgram::find(uint32_t cls) const {
+  auto it = std::lower_bound(filled.begin(), filled.end(), cls, [](const Filled& f, uint32_t c) { return f.cls < c; });
+  return it != filled.end() && it->cls == cls ? &*it : nullptr;
+}
+Filled* PartialProgram::find(uint32_t cls) {
+  return const_cast<Filled*>(static_cast<const PartialProgram*>(this)->find(cls));
+}
+
+bool Filler::require(PartialProgram& s, EClassId c, uint8_t req) {
+  if (Filled* f = s.find(c.v)) {
+    uint8_t now = f->req | req;
+    if (now == f->req) return true;
+    const Option& o = table_.options(c)[f->option];
+    if (!table_.allowed(c, o, now)) return false;
+    f->req = now;
+    uint8_t child = table_.child_req(o, now);
+    for (EClassId k : o.children)
+      if (!require(s, k, child)) return false;
+    return true;
+  }
+  for (Hole& h : s.holes)
+    if (h.cls == c.v) {
+      h.req |= req;
+      return table_.viable(c, h.req);
+    }
+  s.holes.push_back(Hole{c.v, req});
+  return table_.viable(c, req);
+}
+
+bool Filler::reaches(const PartialProgram& s, uint32_t from, uint32_t target) {
+  stack_.assign(1, from);
+  visited_.clear();
+  while (!stack_.empty()) {
+    uint32_t c = stack_.back();
+    stack_.pop_back();
+    if (c == target) return true;
+    if (std::find(visited_.begin(), visited_.end(), c) != visited_.end()) continue;
+    visited_.push_back(c);
+    const Filled* f = s.find(c);
+    if (!f) continue;  // a hole: no edges yet
+    for (EClassId k : table_.options(EClassId(c))[f->option].children) stack_.push_back(k.v);
+  }
+  return false;
+}
+
+bool Filler::fill_first_hole(PartialProgram& s, uint32_t option, double input_bytes) {
+  Hole h = s.holes.front();
+  EClassId c(h.cls);
+  const Option& o = table_.options(c)[option];
+  // A filling whose children lead back to the class would make the program
+  // cyclic. Cycles close at the edge added last, so checking the new edges
+  // against the filled classes finds every one.
+  for (EClassId k : o.children)
+    if (k.v == h.cls || reaches(s, k.v, h.cls)) return false;
+  s.holes.erase(s.holes.begin());
+  auto at = std::lower_bound(s.filled.begin(), s.filled.end(), h.cls,
+                             [](const Filled& f, uint32_t cls) { return f.cls < cls; });
+  s.filled.insert(at, Filled{h.cls, option, h.req});
+  s.key = s.key.plus(c, o.canon);
+  s.kernels += o.kernel_root ? 1 : 0;
+  s.input_bytes += input_bytes;
+  uint8_t child = table_.child_req(o, h.req);
+  for (EClassId k : o.children)
+    if (!require(s, k, child)) return false;
+  return true;
+}
+
+}  // namespace eqf::extract

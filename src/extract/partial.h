@@ -1,0 +1,66 @@
+// Partial programs: the filled classes (each with its option and the
+// requirements it was filled under) and the holes (classes reached but not
+// filled, oldest first), with the canonical key under ≈.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "extract/choice.h"
+
+namespace eqf::extract {
+
+// A 128-bit multiset hash: the sum of the filled classes' entry hashes, so
+// it does not depend on the order in which classes were filled.
+struct Key {
+  uint64_t a = 0, b = 0;
+  Key plus(EClassId c, uint64_t canon) const;
+  friend bool operator==(const Key&, const Key&) = default;
+};
+struct KeyHash {
+  size_t operator()(const Key& k) const { return size_t(k.a ^ (k.b * 0x9E3779B97F4A7C15ull)); }
+};
+
+struct Filled {
+  uint32_t cls;
+  uint32_t option;  // index into the class's options
+  uint8_t req;
+};
+struct Hole {
+  uint32_t cls;
+  uint8_t req;
+};
+
+struct PartialProgram {
+  std::vector<Filled> filled;  // sorted by class
+  std::vector<Hole> holes;     // in the order they were reached
+  Key key;
+  uint32_t kernels = 0;        // kernel roots among the filled classes
+  double input_bytes = 0;      // bytes of the inputs the filled classes read
+
+  const Filled* find(uint32_t cls) const;
+  Filled* find(uint32_t cls);
+  bool complete() const { return holes.empty(); }
+};
+
+// Operations that need the e-graph's options.
+class Filler {
+ public:
+  explicit Filler(OptionTable& table) : table_(table) {}
+
+  // Adds requirement `req` on class c: a filled class must allow it (and
+  // passes it on to its children), a hole accumulates it, a new class
+  // becomes a hole. False when a filled class's option is not allowed.
+  bool require(PartialProgram& s, EClassId c, uint8_t req);
+
+  // Fills s's oldest hole with option `option` of its class. False when the
+  // filling closes a cycle or breaks a requirement (s is then unusable).
+  bool fill_first_hole(PartialProgram& s, uint32_t option, double input_bytes);
+
+ private:
+  bool reaches(const PartialProgram& s, uint32_t from, uint32_t target);
+  OptionTable& table_;
+  std::vector<uint32_t> stack_, visited_;
+};
+
+}  // namespace eqf::extract

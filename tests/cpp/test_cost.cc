@@ -1,0 +1,272 @@
+// The cost model: hardware profiles, the memory/compute bound of a kernel,
+// the parallelism cap on bandwidth, re-reads of replicated loads, loops that
+// skip fully masked blocks, and block sizes whose tiles do not fit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "eqiforge/cost/cost_model.h"
+#include "eqiforge/cost/target.h"
+#include "eqiforge/interp/compare.h"
+#include "eqiforge/ir/diagnostic.h"
+#include "eqiforge/ir/parse.h"
+#include "eqiforge/lower/kernel.h"
+
+namespace eqf {
+namespace {
+
+const Target& h200() {
+  static const Target t = load_target("h200");
+  return t;
+}
+
+Axis axis(const char* name) { return *Axis::parse(name); }
+
+// The same program over f32 tensors.
+std::string replace_f16(const Program& p) {
+  std::string text = print_program(p);
+  for (size_t at = text.find(" f16 "); at != std::string::npos; at = text.find(" f16 ", at)) text.replace(at, 5, " f32 ");
+  return text;
+}
+
+// ---- profiles ------------------------------------------------------------------------
+
+TEST(CostTarget, ProfilesLoad) {
+  for (const char* name : {"h200", "h100", "a100", "rtx5090"}) {
+    Target t = load_target(name);
+    EXPECT_EQ(t.name, name);
+    EXPECT_GT(t.sms, 0);
+    EXPECT_GT(t.dram_bytes_per_s, 1e11) << name;
+    EXPECT_LT(t.sm_bytes_per_s, t.dram_bytes_per_s) << name;
+    EXPECT_GT(t.mma_flops_per_s, t.fp_flops_per_s) << name;
+    EXPECT_GT(t.launch_s, 0) << name;
+    EXPECT_GT(t.smem_bytes_per_program, 0) << name;
+  }
+}
+
+TEST(CostTarget, H200FiguresAreTheMeasuredOnes) {
+  const Target& t = h200();
+  EXPECT_EQ(t.sms, 132);
+  EXPECT_DOUBLE_EQ(t.dram_bytes_per_s, 4300e9);
+  EXPECT_DOUBLE_EQ(t.mma_flops_per_s, 790e12);
+  EXPECT_DOUBLE_EQ(t.launch_s, 2.8e-6);
+  EXPECT_EQ(t.l2_bytes, int64_t(60) << 20);
+}
+
+TEST(CostTarget, BadProfilesAreErrorsWithPositions) {
+  try {
+    parse_target("{\"name\": \"x\",\n \"sms\": \"many\"}", "bad.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.json:"), std::string::npos) << e.what();
+  }
+  try {
+    parse_target("{\"name\": \"x\", \"bandwidth\": 3}", "typo.json");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown field \"bandwidth\""), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_target("{\"name\": ", "cut.json"), Error);
+  EXPECT_THROW(load_target("no-such-gpu"), Error);
+}
+
+// ---- memory-bound kernels ---------------------------------------------------------------
+
+// z = x + y, rows on the grid.
+std::string add_program(int64_t m, int64_t n) {
+  return "(program add (dims (m " + std::to_string(m) + ") (n " + std::to_string(n) +
+         "))\n"
+         "  (input x f16 [m n]) (input y f16 [m n])\n"
+         "  (output z [m n] (combine m.0 m (add (partition m.0 m x) (partition m.0 m y)))))";
+}
+
+TEST(CostModel, MemoryBoundKernelCostsItsBytesOverTheBandwidth) {
+  Program p = parse_and_check(add_program(4096, 4096));
+  CostModel cm(h200());
+  ProgramEstimate e = cm.estimate(p);
+  ASSERT_TRUE(e.feasible) << e.why_infeasible;
+  ASSERT_EQ(e.kernels.size(), 1u);
+  const double bytes = 3.0 * 4096 * 4096 * 2;
+  EXPECT_DOUBLE_EQ(e.kernels[0].bytes, bytes);
+  EXPECT_EQ(e.kernels[0].bound, "memory");
+  EXPECT_NEAR(e.seconds, bytes / 4300e9 + 2.8e-6, 1e-9);
+  // The chosen block keeps at least enough programs busy for the full bandwidth.
+  EXPECT_GE(e.kernels[0].programs * h200().sm_bytes_per_s, 4300e9);
+}
+
+TEST(CostModel, FewerProgramsThanSmsCannotUseAllTheBandwidth) {
+  Program p = parse_and_check(add_program(4096, 64));
+  LoweredProgram lp = lower_program(p);
+  CostModel cm(h200());
+  const double bytes = 3.0 * 4096 * 64 * 2;
+  // 8 programs: each streams at one SM's rate.
+  ProgramEstimate few = cm.evaluate(p, lp, {{axis("m.0"), 512}});
+  EXPECT_DOUBLE_EQ(few.kernels[0].programs, 8);
+  EXPECT_NEAR(few.kernels[0].memory_s, bytes / (8 * h200().sm_bytes_per_s), 1e-12);
+  // 256 programs, more than the SMs: the full bandwidth.
+  ProgramEstimate many = cm.evaluate(p, lp, {{axis("m.0"), 16}});
+  EXPECT_DOUBLE_EQ(many.kernels[0].programs, 256);
+  EXPECT_NEAR(many.kernels[0].memory_s, bytes / 4300e9, 1e-12);
+  EXPECT_LT(many.seconds, few.seconds);
+}
+
+TEST(CostModel, ReplicationMultipliesBytes) {
+  // Each program reads a block of rows of A and a block of columns of B: A
+  // is re-read once per column block, B once per row block.
+  Program p = parse_and_check(
+      "(program mm (dims (m 1024) (k 512) (n 1024))\n"
+      "  (input a f16 [m k]) (input b f16 [k n])\n"
+      "  (output c [m n] (combine m.0 m (combine n.0 n\n"
+      "    (tile_matmul k (partition m.0 m (replicate n.0 a)) (partition n.0 n (replicate m.0 b)))))))");
+  LoweredProgram lp = lower_program(p);
+  CostModel cm(h200());
+  ProgramEstimate e = cm.evaluate(p, lp, {{axis("m.0"), 64}, {axis("n.0"), 128}});
+  const double a = 1024.0 * 512 * 2, b = 512.0 * 1024 * 2, c = 1024.0 * 1024 * 2;
+  EXPECT_DOUBLE_EQ(e.kernels[0].bytes, a * (1024 / 128) + b * (1024 / 64) + c);
+  // Twice the column block: A is read half as often.
+  ProgramEstimate wider = cm.evaluate(p, lp, {{axis("m.0"), 64}, {axis("n.0"), 256}});
+  EXPECT_DOUBLE_EQ(wider.kernels[0].bytes, a * (1024 / 256) + b * (1024 / 64) + c);
+  // tl.dot on f16 tiles: tensor-core flops, 2 m n k.
+  EXPECT_DOUBLE_EQ(e.kernels[0].mma_flops, 2.0 * 1024 * 512 * 1024);
+}
+
+TEST(CostModel, LoadsInLoopsAndHoistedLoads) {
+  // Split-K: A and B are loaded per k block inside the loop; A is re-read
+  // per column block (a grid axis), B per row block.
+  Program p = parse_and_check_file("examples/matmul/split_k.eqf");
+  LoweredProgram lp = lower_program(p);
+  CostModel cm(h200());
+  ProgramEstimate e = cm.evaluate(p, lp, {{axis("m.0"), 4}, {axis("n.0"), 2}, {axis("k.0"), 8}});
+  const double a = 12.0 * 20 * 4, b = 20.0 * 10 * 4, c = 12.0 * 10 * 4;
+  EXPECT_DOUBLE_EQ(e.kernels[0].bytes, a * 5 + b * 3 + c);
+  EXPECT_EQ(e.kernels[0].loops, std::vector<Axis>{axis("k.0")});
+}
+
+TEST(CostModel, TensorCoreFlopsAndTheComputeBound) {
+  Program p = parse_and_check(
+      "(program mm (dims (m 1024) (k 1024) (n 1024))\n"
+      "  (input a f16 [m k]) (input b f16 [k n])\n"
+      "  (output c [m n] (combine m.0 m (combine n.0 n (preduce k.0 +\n"
+      "    (tile_matmul k (partition k.0 k (partition m.0 m (replicate n.0 a)))\n"
+      "                   (partition k.0 k (partition n.0 n (replicate m.0 b)))))))))");
+  LoweredProgram lp = lower_program(p);
+  // 256 programs: every SM busy.
+  const BlockSizes blocks = {{axis("m.0"), 64}, {axis("n.0"), 64}, {axis("k.0"), 64}};
+  const double flops = 2.0 * 1024 * 1024 * 1024;
+  // A device whose tensor cores are slow next to its memory: mma-bound.
+  Target slow = h200();
+  slow.mma_flops_per_s = 10e12;
+  ProgramEstimate e = CostModel(slow).evaluate(p, lp, blocks);
+  EXPECT_TRUE(e.feasible) << e.why_infeasible;
+  EXPECT_DOUBLE_EQ(e.kernels[0].mma_flops, flops);
+  EXPECT_EQ(e.kernels[0].bound, "mma");
+  EXPECT_NEAR(e.seconds, flops / 10e12 + 2.8e-6, 1e-12);
+  // tl.dot's smallest tile is 16: a k block of 8 costs the flops of 16.
+  ProgramEstimate narrow =
+      CostModel(slow).evaluate(p, lp, {{axis("m.0"), 64}, {axis("n.0"), 64}, {axis("k.0"), 8}});
+  EXPECT_DOUBLE_EQ(narrow.kernels[0].mma_flops, 2 * flops);
+  // 64 programs keep half the SMs idle: half the tensor-core throughput.
+  ProgramEstimate few =
+      CostModel(slow).evaluate(p, lp, {{axis("m.0"), 128}, {axis("n.0"), 128}, {axis("k.0"), 64}});
+  EXPECT_NEAR(few.kernels[0].mma_s, flops / (10e12 * 64 / 132), 1e-12);
+  // fp32 dots run on the FP units ("ieee" precision), not the tensor cores.
+  Program q = parse_and_check(replace_f16(p));
+  ProgramEstimate f32 = CostModel(slow).evaluate(q, lower_program(q), blocks);
+  EXPECT_DOUBLE_EQ(f32.kernels[0].mma_flops, 0);
+  EXPECT_GE(f32.kernels[0].other_flops, flops);
+}
+
+TEST(CostModel, TilesThatFitNothingAreInfeasible) {
+  // A whole row of 2^21 elements in every tile exceeds Triton's tile limit
+  // whatever the row block.
+  Program p = parse_and_check(
+      "(program wide (dims (m 4) (n 2097152)) (input x f32 [m n])\n"
+      "  (output y [m n] (combine m.0 m (exp (partition m.0 m x)))))");
+  CostModel cm(h200());
+  ProgramEstimate e = cm.estimate(p);
+  EXPECT_FALSE(e.feasible);
+  EXPECT_NE(e.why_infeasible.find("tile"), std::string::npos) << e.why_infeasible;
+  // Tiling the row makes it fit.
+  Program q = parse_and_check(
+      "(program wide (dims (m 4) (n 2097152)) (input x f32 [m n])\n"
+      "  (output y [m n] (combine m.0 m (combine n.0 n (exp (partition n.0 n (partition m.0 m x)))))))");
+  EXPECT_TRUE(cm.estimate(q).feasible);
+}
+
+TEST(CostModel, EvaluateNeedsEveryAxis) {
+  Program p = parse_and_check(add_program(64, 64));
+  LoweredProgram lp = lower_program(p);
+  CostModel cm(h200());
+  EXPECT_THROW(cm.evaluate(p, lp, {}), Error);
+}
+
+// ---- index masks ------------------------------------------------------------------------
+
+// Causal FlashAttention: rows of queries on s.0, keys on the loop t.0; a
+// key block later than the query block is entirely masked.
+std::string causal_flash(const std::string& dims) {
+  return "(program attn " + dims +
+         "\n"
+         "  (input q f32 [h s e]) (input k f32 [h t e]) (input v f32 [h t f])\n"
+         "  (let q_tile (partition s.0 s (partition h.0 h (replicate t.0 q))))\n"
+         "  (let k_tile (partition t.0 t (partition h.0 h (replicate s.0 k))))\n"
+         "  (let v_tile (partition t.0 t (partition h.0 h (replicate s.0 v))))\n"
+         "  (let vis (le (partition t.0 t (replicate s.0 (replicate h.0 (iota t))))\n"
+         "               (partition s.0 s (replicate t.0 (replicate h.0 (iota s))))))\n"
+         "  (let scores (where vis (mul (tile_matmul e q_tile k_tile) 0.5) -inf))\n"
+         "  (let m_blk (max t scores))\n"
+         "  (let p_blk (exp (sub scores m_blk)))\n"
+         "  (let state (preduce t.0 (max (exp-sum 0) (exp-sum 0))\n"
+         "               (tuple m_blk (sum t p_blk) (tile_matmul t p_blk v_tile))))\n"
+         "  (output o [h s f] (combine h.0 h (combine s.0 s (div (proj 2 state) (proj 1 state))))))";
+}
+
+std::string causal_naive(const std::string& dims) {
+  return "(program attn " + dims +
+         "\n"
+         "  (input q f32 [h s e]) (input k f32 [h t e]) (input v f32 [h t f])\n"
+         "  (let scores (where (le (iota t) (iota s)) (mul (matmul e q k) 0.5) -inf))\n"
+         "  (let p (exp (sub scores (max t scores))))\n"
+         "  (output o [h s f] (matmul t (div p (sum t p)) v)))";
+}
+
+TEST(CostModel, CausalFlashProgramIsExact) {
+  // The masked program the next test costs computes causal attention.
+  const std::string dims = "(dims (h 2) (s 11) (t 11) (e 4) (f 3))";
+  Program naive = parse_and_check(causal_naive(dims));
+  Program flash = parse_and_check(causal_flash(dims));
+  EquivReport r = compare_programs(naive, flash, 7, 6);
+  EXPECT_TRUE(r.equivalent()) << r.max_rel_error;
+}
+
+TEST(CostModel, CausalMaskVisitsOnlyBlocksAtOrBelowTheDiagonal) {
+  Program p = parse_and_check(causal_flash("(dims (h 2) (s 1024) (t 1024) (e 64) (f 64))"));
+  LoweredProgram lp = lower_program(p);
+  CostModel cm(h200());
+  ProgramEstimate e = cm.evaluate(p, lp, {{axis("h.0"), 1}, {axis("s.0"), 64}, {axis("t.0"), 64}});
+  ASSERT_EQ(e.kernels.size(), 1u);
+  EXPECT_TRUE(e.kernels[0].masked);
+  // 16 query blocks; query block i visits key blocks 0..i: 136 of 256 pairs.
+  const double per_block_kv = 2.0 * 64 * 64 * 4;  // a block of K and of V, f32
+  const double q = 2.0 * 1024 * 64 * 4, o = 2.0 * 1024 * 64 * 4;
+  EXPECT_DOUBLE_EQ(e.kernels[0].bytes, 2 * 136 * per_block_kv + q + o);
+}
+
+TEST(CostModel, MaskOnlyBoundsLoopsItDominates) {
+  // The same loop also sums the unmasked keys: no block may be skipped.
+  Program p = parse_and_check(
+      "(program m (dims (s 256) (t 256)) (input x f32 [s t])\n"
+      "  (let xt (partition t.0 t (partition s.0 s x)))\n"
+      "  (let vis (le (partition t.0 t (replicate s.0 (iota t))) (partition s.0 s (replicate t.0 (iota s)))))\n"
+      "  (let r (preduce t.0 (+ +) (tuple (sum t (where vis xt 0)) (sum t xt))))\n"
+      "  (output y [s] (combine s.0 s (add (proj 0 r) (proj 1 r)))))");
+  LoweredProgram lp = lower_program(p);
+  CostModel cm(h200());
+  ProgramEstimate e = cm.evaluate(p, lp, {{axis("s.0"), 16}, {axis("t.0"), 16}});
+  EXPECT_FALSE(e.kernels[0].masked);
+  EXPECT_DOUBLE_EQ(e.kernels[0].bytes, 256.0 * 256 * 4 + 256 * 4);
+}
+
+}  // namespace
+}  // namespace eqf
