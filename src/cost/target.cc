@@ -97,6 +97,9 @@ std::vector<std::string> target_search_path() {
     dirs.push_back((e / "data" / "targets").string());
     dirs.push_back((e.parent_path() / "data" / "targets").string());
     dirs.push_back((e.parent_path().parent_path() / "data" / "targets").string());
+    // Where `pip install .` puts the profiles: <prefix>/share/eqiforge/targets
+    // beside <prefix>/bin/eqiforge-opt.
+    dirs.push_back((e.parent_path() / "share" / "eqiforge" / "targets").string());
   }
   return dirs;
 }

@@ -45,6 +45,7 @@ NumberParse parse_number(std::string_view text) {
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, r.value);
   if (ec == std::errc() && ptr == end) {
+    if (r.value != r.value) r.value = std::numeric_limits<double>::quiet_NaN();  // one NaN: consts are hashed by bits
     r.status = NumberParse::Ok;
     return r;
   }
@@ -120,6 +121,7 @@ std::optional<std::string_view> closest_op(std::string_view name) {
   std::optional<std::string_view> best;
   size_t best_distance = 3;
   auto consider = [&](std::string_view candidate) {
+    if (std::max(name.size(), candidate.size()) - std::min(name.size(), candidate.size()) >= best_distance) return;
     size_t d = edit_distance(name, candidate);
     if (d < best_distance) best_distance = d, best = candidate;
   };
