@@ -1,0 +1,121 @@
+#include "eqiforge/egraph/ematch.h"
+
+#include <algorithm>
+
+namespace eqf {
+namespace {
+
+// The first e-node of a stamp-ordered list stamped at or after `since`.
+const ENodeId* first_new(const EGraph& g, const ENodeId* begin, const ENodeId* end, uint32_t since) {
+  return std::partition_point(begin, end, [&](ENodeId n) { return g.stamp(n) < since; });
+}
+
+}  // namespace
+
+SearchEnd Matcher::search(const EGraph& g, const Pattern& p, const SearchOptions& opts, MatchSink& sink) {
+  if (p.is_var()) {
+    // A bare variable matches every class; there is no e-node to be new.
+    subst_.assign(size_t(p.subst_words()), 0);
+    for (EClassId c : g.classes()) {
+      subst_[0] = subst_[1] = c.v;
+      if (!sink.on_match(subst_.data())) return SearchEnd::Stopped;
+    }
+    return SearchEnd::Complete;
+  }
+  return run(g, p, g.nodes_with_op(p.atoms()[0].op), true, opts, sink);
+}
+
+SearchEnd Matcher::search_class(const EGraph& g, const Pattern& p, EClassId c, const SearchOptions& opts,
+                                MatchSink& sink) {
+  c = g.find(c);
+  if (p.is_var()) {
+    subst_.assign(size_t(p.subst_words()), 0);
+    subst_[0] = subst_[1] = c.v;
+    return sink.on_match(subst_.data()) ? SearchEnd::Complete : SearchEnd::Stopped;
+  }
+  return run(g, p, g.nodes(c), false, opts, sink);
+}
+
+SearchEnd Matcher::run(const EGraph& g, const Pattern& p, std::span<const ENodeId> roots,
+                       bool roots_by_content, const SearchOptions& opts, MatchSink& sink) {
+  const std::span<const Pattern::Atom> atoms = p.atoms();
+  const Pattern::ChildOp* child_ops = p.child_ops().data();
+  const size_t last = atoms.size() - 1;
+  const uint32_t since = opts.new_since;
+  subst_.assign(size_t(p.subst_words()), 0);
+  frames_.resize(atoms.size());
+  atom_class_.resize(atoms.size());
+  uint32_t* subst = subst_.data();
+  uint32_t* atom_class = atom_class_.data();
+
+  frames_[0].cur = roots.data();
+  frames_[0].end = roots.data() + roots.size();
+  if (last == 0 && since != 0 && roots_by_content)
+    frames_[0].cur = std::partition_point(frames_[0].cur, frames_[0].end,
+                                          [&](ENodeId n) { return g.content_stamp(n) < since; });
+
+  uint32_t steps = 0;
+  size_t j = 0;
+  while (true) {
+    Frame& f = frames_[j];
+    const Pattern::Atom& atom = atoms[j];
+    ENodeId n;
+    bool found = false;
+    while (f.cur != f.end) {
+      n = *f.cur++;
+      if ((++steps & 4095) == 0 && std::chrono::steady_clock::now() > opts.deadline)
+        return SearchEnd::Deadline;
+      if (g.op(n) != atom.op) continue;
+      std::span<const EClassId> ch = g.children(n);
+      if (ch.size() != atom.num_children) continue;
+      const Attrs& a = g.attrs(n);
+      bool ok = true;
+      for (uint8_t k = 0; k < atom.num_checks && ok; ++k) {
+        const Pattern::Atom::Check& c = atom.checks[k];
+        uint32_t v = a[c.slot];
+        if (c.mode == Pattern::kFixed)
+          ok = v == c.value;
+        else if (c.mode == Pattern::kBind)
+          subst[c.value] = v;
+        else
+          ok = subst[c.value] == v;
+      }
+      for (uint16_t k = 0; k < atom.num_children && ok; ++k) {
+        const Pattern::ChildOp& op = child_ops[atom.first_child + k];
+        uint32_t c = ch[k].v;
+        if (op.mode == Pattern::kBind)
+          subst[op.value] = c;
+        else if (op.mode == Pattern::kCompare)
+          ok = subst[op.value] == c;
+        else
+          atom_class[op.value] = c;
+      }
+      if (ok) {
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      if (j == 0) return SearchEnd::Complete;
+      --j;
+      continue;
+    }
+    // The root's class only names where the right side goes: a root e-node
+    // that merely moved to another class gives no new match (the class it
+    // was applied to is that class now). Deeper e-nodes are new if they moved.
+    f.any_new = j == 0 ? g.content_stamp(n) >= since : frames_[j - 1].any_new || g.stamp(n) >= since;
+    if (j == 0) subst[0] = g.class_of(n).v;
+    if (j == last) {
+      if (!sink.on_match(subst)) return SearchEnd::Stopped;
+      continue;
+    }
+    ++j;
+    std::span<const ENodeId> members = g.nodes(EClassId(atom_class[j]));
+    Frame& next = frames_[j];
+    next.cur = members.data();
+    next.end = members.data() + members.size();
+    if (j == last && since != 0 && !f.any_new) next.cur = first_new(g, next.cur, next.end, since);
+  }
+}
+
+}  // namespace eqf

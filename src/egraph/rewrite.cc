@@ -1,0 +1,469 @@
+#include "eqiforge/egraph/rewrite.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "egraph/attr_syntax.h"
+#include "eqiforge/ir/diagnostic.h"
+
+namespace eqf {
+
+// ---- matches --------------------------------------------------------------------------
+
+EClassId Match::cls(std::string_view var) const {
+  const PatternVar* v = lhs_->var(var);
+  if (!v || v->is_attr)
+    throw Error("rule pattern " + lhs_->text() + " has no class variable " + std::string(var));
+  return g_->find(EClassId(subst_[v->word]));
+}
+
+Attrs Match::attr(std::string_view var) const {
+  const PatternVar* v = lhs_->var(var);
+  if (!v || !v->is_attr)
+    throw Error("rule pattern " + lhs_->text() + " has no attribute variable " + std::string(var));
+  Attrs a{subst_[v->word], 0, 0};
+  if (attr_width(v->kind) == 2) a[1] = subst_[v->word + 1];
+  return a;
+}
+
+// ---- conditions -------------------------------------------------------------------------
+
+namespace {
+
+[[noreturn]] void arg_fail(const SExpr& e, const std::string& file, const std::string& msg) {
+  throw Error(file, e.loc, msg);
+}
+
+// A class variable's word in the substitution.
+int class_arg(const SExpr& e, const Pattern& lhs, const std::string& file) {
+  const PatternVar* v = e.is_atom() ? lhs.var(e.atom) : nullptr;
+  if (!v || v->is_attr)
+    arg_fail(e, file,
+             "expected a class variable of the left side " + lhs.text() + ", got `" + sexpr_text(e) + "`");
+  return v->word;
+}
+
+// An attribute argument: a variable of the left side of kind k, or a literal.
+struct AttrArg {
+  int word = -1;       // a variable's word, or -1
+  uint32_t value = 0;  // the literal's (first) slot
+  uint32_t get(const uint32_t* subst) const { return word >= 0 ? subst[word] : value; }
+};
+AttrArg attr_arg(const SExpr& e, AttrKind k, const Pattern& lhs, const std::string& file) {
+  AttrArg a;
+  if (e.is_atom() && !e.atom.empty() && e.atom[0] == '?') {
+    const PatternVar* v = lhs.var(e.atom);
+    if (!v || !v->is_attr || v->kind != k)
+      arg_fail(e, file,
+               "expected an attribute variable of the left side " + lhs.text() + ", got `" + e.atom + "`");
+    a.word = v->word;
+    return a;
+  }
+  Attrs attrs{0, 0, 0};
+  parse_attr(e, k, attrs, 0, file, "a condition");
+  a.value = attrs[0];
+  return a;
+}
+
+void expect_args(std::span<const SExpr> args, size_t n, const char* name, const SExpr* where,
+                 const std::string& file) {
+  if (args.size() != n)
+    throw Error(file, where ? where->loc : SourceLoc{},
+                std::string(name) + " expects " + std::to_string(n) + " argument(s), got " +
+                    std::to_string(args.size()));
+}
+
+bool type_has_dim(const Type& t, Symbol d) {
+  for (const TensorType& p : t.parts)
+    if (p.has_dim(d)) return true;
+  return false;
+}
+
+bool type_has_axis(const Type& t, Axis p) {
+  for (const TensorType& part : t.parts)
+    if (part.state(p)) return true;
+  return false;
+}
+
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, ConditionFactory> factories;
+};
+
+Condition type_condition(std::string text, std::function<bool(const Match&)> f) {
+  return Condition{std::move(text), false, std::move(f)};
+}
+
+Registry& registry() {
+  static Registry* r = [] {
+    auto* reg = new Registry;
+    auto& f = reg->factories;
+    auto text_of = [](const char* name, std::span<const SExpr> args) {
+      std::string t = std::string("(") + name;
+      for (const SExpr& a : args) t += " " + sexpr_text(a);
+      return t + ")";
+    };
+    // Facts: literal constants.
+    f["is-literal"] = [text_of](std::span<const SExpr> args, const Pattern& lhs, const std::string& file) {
+      expect_args(args, 1, "is-literal", nullptr, file);
+      int w = class_arg(args[0], lhs, file);
+      return Condition{text_of("is-literal", args), true,
+                       [w](const Match& m) { return m.egraph().data(EClassId(m.subst()[w])).has_value; }};
+    };
+    f["is-value"] = [text_of](std::span<const SExpr> args, const Pattern& lhs, const std::string& file) {
+      expect_args(args, 2, "is-value", nullptr, file);
+      int w = class_arg(args[0], lhs, file);
+      double v = 0;
+      if (!args[1].is_atom() || !parse_number_atom(args[1].atom, v))
+        arg_fail(args[1], file, "is-value expects a number, got `" + sexpr_text(args[1]) + "`");
+      return Condition{text_of("is-value", args), true, [w, v](const Match& m) {
+                         const ClassData& d = m.egraph().data(EClassId(m.subst()[w]));
+                         return d.has_value && d.value == v;
+                       }};
+    };
+    f["is-nonzero"] = [text_of](std::span<const SExpr> args, const Pattern& lhs, const std::string& file) {
+      expect_args(args, 1, "is-nonzero", nullptr, file);
+      int w = class_arg(args[0], lhs, file);
+      return Condition{text_of("is-nonzero", args), true, [w](const Match& m) {
+                         const ClassData& d = m.egraph().data(EClassId(m.subst()[w]));
+                         return d.has_value && d.value != 0;
+                       }};
+    };
+    // Types: dims, axes, equality.
+    auto dim_condition = [text_of](const char* name, bool want) {
+      return [text_of, name, want](std::span<const SExpr> args, const Pattern& lhs, const std::string& file) {
+        expect_args(args, 2, name, nullptr, file);
+        int w = class_arg(args[0], lhs, file);
+        AttrArg d = attr_arg(args[1], AttrKind::Dim, lhs, file);
+        return type_condition(text_of(name, args), [w, d, want](const Match& m) {
+          const Type& t = m.egraph().type(EClassId(m.subst()[w])).get();
+          return type_has_dim(t, Symbol::from_raw(d.get(m.subst()))) == want;
+        });
+      };
+    };
+    f["has-dim"] = dim_condition("has-dim", true);
+    f["not-has-dim"] = dim_condition("not-has-dim", false);
+    auto axis_condition = [text_of](const char* name, bool want) {
+      return [text_of, name, want](std::span<const SExpr> args, const Pattern& lhs, const std::string& file) {
+        expect_args(args, 2, name, nullptr, file);
+        int w = class_arg(args[0], lhs, file);
+        AttrArg p = attr_arg(args[1], AttrKind::Axis, lhs, file);
+        return type_condition(text_of(name, args), [w, p, want](const Match& m) {
+          const Type& t = m.egraph().type(EClassId(m.subst()[w])).get();
+          return type_has_axis(t, Axis::unpack(p.get(m.subst()))) == want;
+        });
+      };
+    };
+    f["has-axis"] = axis_condition("has-axis", true);
+    f["not-has-axis"] = axis_condition("not-has-axis", false);
+    f["same-type"] = [text_of](std::span<const SExpr> args, const Pattern& lhs, const std::string& file) {
+      expect_args(args, 2, "same-type", nullptr, file);
+      int a = class_arg(args[0], lhs, file), b = class_arg(args[1], lhs, file);
+      return type_condition(text_of("same-type", args), [a, b](const Match& m) {
+        return m.egraph().type(EClassId(m.subst()[a])) == m.egraph().type(EClassId(m.subst()[b]));
+      });
+    };
+    f["is-tensor"] = [text_of](std::span<const SExpr> args, const Pattern& lhs, const std::string& file) {
+      expect_args(args, 1, "is-tensor", nullptr, file);
+      int w = class_arg(args[0], lhs, file);
+      return type_condition(text_of("is-tensor", args), [w](const Match& m) {
+        return !m.egraph().type(EClassId(m.subst()[w])).get().is_tuple;
+      });
+    };
+    f["no-axes"] = [text_of](std::span<const SExpr> args, const Pattern& lhs, const std::string& file) {
+      expect_args(args, 1, "no-axes", nullptr, file);
+      int w = class_arg(args[0], lhs, file);
+      return type_condition(text_of("no-axes", args), [w](const Match& m) {
+        for (const TensorType& p : m.egraph().type(EClassId(m.subst()[w])).get().parts)
+          if (!p.delta.empty()) return false;
+        return true;
+      });
+    };
+    f["has-dtype"] = [text_of](std::span<const SExpr> args, const Pattern& lhs, const std::string& file) {
+      expect_args(args, 2, "has-dtype", nullptr, file);
+      int w = class_arg(args[0], lhs, file);
+      AttrArg t = attr_arg(args[1], AttrKind::DType, lhs, file);
+      return type_condition(text_of("has-dtype", args), [w, t](const Match& m) {
+        const Type& ty = m.egraph().type(EClassId(m.subst()[w])).get();
+        return !ty.is_tuple && !ty.tensor().literal && uint32_t(ty.tensor().dtype) == t.get(m.subst());
+      });
+    };
+    return reg;
+  }();
+  return *r;
+}
+
+}  // namespace
+
+void register_condition(const std::string& name, ConditionFactory factory) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.factories[name] = std::move(factory);
+}
+
+std::vector<std::string> condition_names() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<std::string> out;
+  for (const auto& [name, f] : r.factories) out.push_back(name);
+  return out;
+}
+
+std::vector<Condition> parse_conditions(std::string_view text, const Pattern& lhs, const std::string& file) {
+  std::vector<Condition> out;
+  for (const SExpr& e : read_sexprs(text, file)) {
+    if (!e.is_list() || e.items.empty() || !e.items[0].is_atom())
+      throw Error(file, e.loc, "expected a condition (name args...), got `" + sexpr_text(e) + "`");
+    ConditionFactory factory;
+    {
+      Registry& r = registry();
+      std::lock_guard<std::mutex> lock(r.mu);
+      auto it = r.factories.find(e.items[0].atom);
+      if (it == r.factories.end()) {
+        std::string known;
+        for (const auto& [name, f] : r.factories) known += (known.empty() ? "" : ", ") + name;
+        throw Error(file, e.items[0].loc, "unknown condition `" + e.items[0].atom + "`; known: " + known);
+      }
+      factory = it->second;
+    }
+    std::span<const SExpr> args(e.items.data() + 1, e.items.size() - 1);
+    out.push_back(factory(args, lhs, file));
+  }
+  return out;
+}
+
+// ---- appliers ---------------------------------------------------------------------------
+
+std::optional<EClassId> ApplyContext::add(Op op, const Attrs& attrs, std::span<const EClassId> children) {
+  size_t before = g_.num_nodes();
+  std::string why;
+  std::optional<EClassId> c = g_.try_add(op, attrs, children, &why);
+  nodes_added_ += g_.num_nodes() - before;
+  if (!c && reject_.empty()) reject_ = std::string(op_info(op).name) + ": " + why;
+  return c;
+}
+
+std::optional<EClassId> RhsBuilder::build(EGraph& g, const Pattern& rhs, const uint32_t* subst,
+                                          ApplyResult& result) {
+  std::span<const PatternNode> nodes = rhs.nodes();
+  std::span<const PatternVar> vars = rhs.vars();
+  const size_t n = nodes.size();
+  cls_.assign(n, EClassId());
+  data_.resize(n);
+  attrs_.resize(n);
+  bool any_new = false;
+  // Phase 1: look every node up, or type it; nothing is added yet.
+  for (size_t i = 0; i < n; ++i) {
+    const PatternNode& pn = nodes[i];
+    if (pn.is_var) {
+      cls_[i] = g.find(EClassId(subst[vars[pn.var].word]));
+      data_[i] = g.data(cls_[i]);
+      continue;
+    }
+    Attrs a = pn.attrs;
+    for (int k = 0; k < 3; ++k) {
+      if (pn.attr_var[k] < 0) continue;
+      const PatternVar& v = vars[pn.attr_var[k]];
+      int slot = attr_slot(pn.op, k);
+      for (int w = 0; w < attr_width(v.kind); ++w) a[slot + w] = subst[v.word + w];
+    }
+    attrs_[i] = a;
+    bool resolved = true;
+    children_.clear();
+    for (int ch : pn.children) {
+      resolved &= cls_[ch].valid();
+      children_.push_back(cls_[ch]);
+    }
+    if (resolved) {
+      if (std::optional<EClassId> c = g.lookup(pn.op, a, children_)) {
+        cls_[i] = *c;
+        data_[i] = g.data(*c);
+        continue;
+      }
+    }
+    child_data_.clear();
+    for (int ch : pn.children) child_data_.push_back(data_[ch]);
+    std::string why;
+    if (!g.analysis().make(g, pn.op, a, child_data_, data_[i], why)) {
+      result.type_rejected = true;
+      result.reason = std::string(op_info(pn.op).name) + ": " + why;
+      return std::nullopt;
+    }
+    any_new = true;
+  }
+  // Phase 2: add the new nodes, children first.
+  if (any_new) {
+    for (size_t i = 0; i < n; ++i) {
+      if (cls_[i].valid()) continue;
+      children_.clear();
+      for (int ch : nodes[i].children) children_.push_back(cls_[ch]);
+      std::string why;
+      std::optional<EClassId> c = g.try_add(nodes[i].op, attrs_[i], children_, &why);
+      if (!c) {  // typed in phase 1, so only an inconsistent analysis gets here
+        result.type_rejected = true;
+        result.reason = std::string(op_info(nodes[i].op).name) + ": " + why;
+        return std::nullopt;
+      }
+      cls_[i] = *c;
+    }
+  }
+  return cls_[n - 1];
+}
+
+void RhsBuilder::apply_batch(EGraph& g, const Rewrite& rule, const uint32_t* substs, size_t count,
+                             ApplyResult* results) {
+  const Pattern& rhs = *rule.rhs;
+  const size_t words = size_t(rule.lhs.subst_words());
+  std::span<const PatternNode> nodes = rhs.nodes();
+  std::span<const PatternVar> vars = rhs.vars();
+  const size_t n = nodes.size();
+  batch_cls_.assign(kBatch * n, EClassId());
+  batch_hash_.resize(kBatch);
+  bool fast[kBatch];
+  for (size_t b = 0; b < count; ++b) fast[b] = true;
+  EClassId kids[8];
+  auto attrs_of = [&](const PatternNode& pn, const uint32_t* subst) {
+    Attrs a = pn.attrs;
+    for (int k = 0; k < 3; ++k) {
+      if (pn.attr_var[k] < 0) continue;
+      const PatternVar& v = vars[pn.attr_var[k]];
+      int slot = attr_slot(pn.op, k);
+      for (int w = 0; w < attr_width(v.kind); ++w) a[slot + w] = subst[v.word + w];
+    }
+    return a;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const PatternNode& pn = nodes[i];
+    if (pn.is_var) {
+      for (size_t b = 0; b < count; ++b)
+        batch_cls_[b * n + i] = g.find(EClassId(substs[b * words + vars[pn.var].word]));
+      continue;
+    }
+    if (pn.children.size() > 8) {  // wide tuples: the general path
+      for (size_t b = 0; b < count; ++b) fast[b] = false;
+      break;
+    }
+    const size_t nk = pn.children.size();
+    for (size_t b = 0; b < count; ++b) {
+      if (!fast[b]) continue;
+      for (size_t k = 0; k < nk; ++k) kids[k] = batch_cls_[b * n + pn.children[k]];
+      batch_hash_[b] = g.node_hash(pn.op, attrs_of(pn, substs + b * words), {kids, nk});
+      g.prefetch(batch_hash_[b]);
+    }
+    for (size_t b = 0; b < count; ++b) {
+      if (!fast[b]) continue;
+      for (size_t k = 0; k < nk; ++k) kids[k] = batch_cls_[b * n + pn.children[k]];
+      std::optional<EClassId> c =
+          g.lookup_canonical(batch_hash_[b], pn.op, attrs_of(pn, substs + b * words), {kids, nk});
+      if (c)
+        batch_cls_[b * n + i] = *c;
+      else
+        fast[b] = false;
+    }
+  }
+  for (size_t b = 0; b < count; ++b) {
+    ApplyResult& result = results[b] = ApplyResult{};
+    const uint32_t* subst = substs + b * words;
+    size_t before = g.num_nodes();
+    std::optional<EClassId> c;
+    if (fast[b])
+      c = batch_cls_[b * n + n - 1];
+    else
+      c = build(g, rhs, subst, result);
+    if (c) {
+      result.applied = true;
+      result.changed = g.merge(EClassId(subst[0]), *c);
+    }
+    result.nodes_added = g.num_nodes() - before;
+    result.changed |= result.nodes_added > 0;
+  }
+}
+
+ApplyResult apply_rewrite(EGraph& g, const Rewrite& rule, const uint32_t* subst, RhsBuilder& builder) {
+  ApplyResult result;
+  size_t before = g.num_nodes();
+  Match m(g, rule.lhs, subst);
+  std::optional<EClassId> c;
+  if (rule.rhs) {
+    c = builder.build(g, *rule.rhs, subst, result);
+  } else {
+    ApplyContext ctx(g, m);
+    c = rule.apply_fn(ctx);
+    if (!c && !ctx.reject_reason().empty()) {
+      result.type_rejected = true;
+      result.reason = ctx.reject_reason();
+    }
+  }
+  if (c) {
+    result.applied = true;
+    result.changed = g.merge(m.root(), *c);
+  }
+  result.nodes_added = g.num_nodes() - before;
+  result.changed |= result.nodes_added > 0;
+  return result;
+}
+
+// ---- rules ------------------------------------------------------------------------------
+
+std::string Rewrite::text() const {
+  std::string t = name + ": " + lhs.text() + " => " + (rhs ? rhs->text() : std::string("<computed>"));
+  for (size_t i = 0; i < conditions.size(); ++i) t += (i == 0 ? " if " : " ") + conditions[i].text;
+  return t;
+}
+
+namespace {
+
+void finish(Rewrite& r) {
+  bool facts =
+      std::any_of(r.conditions.begin(), r.conditions.end(), [](const Condition& c) { return c.reads_facts; });
+  r.skip_seen = r.skip_seen && !facts && !r.lhs.is_var();
+}
+
+std::vector<std::string> var_names(const Pattern& p) {
+  std::vector<std::string> out;
+  for (const PatternVar& v : p.vars()) out.push_back(v.name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+Rewrite rewrite(std::string name, std::string_view lhs, std::string_view rhs, std::string_view conditions) {
+  const std::string file = "rule " + name;
+  Rewrite r;
+  r.lhs = Pattern::parse(lhs, file);
+  std::vector<PatternVar> vars(r.lhs.vars().begin(), r.lhs.vars().end());
+  r.rhs = Pattern::parse_with(rhs, file, vars, false);
+  r.conditions = parse_conditions(conditions, r.lhs, file);
+  r.name = std::move(name);
+  finish(r);
+  return r;
+}
+
+std::vector<Rewrite> birewrite(std::string name, std::string_view lhs, std::string_view rhs,
+                               std::string_view conditions) {
+  Pattern l = Pattern::parse(lhs, "rule " + name), rr = Pattern::parse(rhs, "rule " + name);
+  if (var_names(l) != var_names(rr))
+    throw Error("rule " + name + ": a bidirectional rule needs the same variables on both sides: " +
+                l.text() + " and " + rr.text());
+  std::vector<Rewrite> out;
+  out.push_back(rewrite(name, lhs, rhs, conditions));
+  out.push_back(rewrite(name + "-rev", rhs, lhs, conditions));
+  return out;
+}
+
+Rewrite rewrite_fn(std::string name, std::string_view lhs, ApplyFn fn, std::string_view conditions,
+                   bool pure) {
+  const std::string file = "rule " + name;
+  Rewrite r;
+  r.lhs = Pattern::parse(lhs, file);
+  r.conditions = parse_conditions(conditions, r.lhs, file);
+  r.apply_fn = std::move(fn);
+  r.skip_seen = pure;
+  r.name = std::move(name);
+  finish(r);
+  return r;
+}
+
+}  // namespace eqf

@@ -1,0 +1,441 @@
+#include "eqiforge/egraph/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <limits>
+#include <optional>
+
+#include "eqiforge/egraph/ematch.h"
+#include "eqiforge/ir/diagnostic.h"
+
+namespace eqf {
+
+std::string_view stop_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::Saturated:
+      return "saturated";
+    case StopReason::IterationLimit:
+      return "iteration-limit";
+    case StopReason::NodeLimit:
+      return "node-limit";
+    case StopReason::TimeLimit:
+      return "time-limit";
+    case StopReason::ScheduleDone:
+      return "schedule-done";
+  }
+  return "?";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct RuleState {
+  Rewrite rule;
+  OriginId origin;
+  uint32_t seen = 0;     // every match of e-nodes stamped before this was applied
+  int banned_until = 0;  // iteration index
+  int times_banned = 0;
+  bool searched = false;  // searched this iteration, matches to apply
+  std::vector<uint32_t> matches;
+  RuleStats stats;
+};
+
+// Collects a rule's matches that pass its conditions, up to a threshold.
+class CollectSink final : public MatchSink {
+ public:
+  CollectSink(const EGraph& g, RuleState& r, uint64_t threshold) : g_(g), r_(r), threshold_(threshold) {}
+  bool on_match(const uint32_t* subst) override {
+    if (!r_.rule.conditions.empty()) {
+      Match m(g_, r_.rule.lhs, subst);
+      for (const Condition& c : r_.rule.conditions)
+        if (!c.test(m)) return true;
+    }
+    const size_t words = size_t(r_.rule.lhs.subst_words()), at = r_.matches.size();
+    r_.matches.resize(at + words);
+    std::copy(subst, subst + words, r_.matches.data() + at);
+    return ++count_ <= threshold_;
+  }
+  uint64_t count() const { return count_; }
+
+ private:
+  const EGraph& g_;
+  RuleState& r_;
+  uint64_t threshold_;
+  uint64_t count_ = 0;
+};
+
+std::string json_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\', out += c;
+    else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else
+      out += c;
+  }
+  return out;
+}
+
+std::string fixed(double v, int digits = 6) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+struct Runner::Impl {
+  explicit Impl(EGraph& graph) : g(graph) {}
+
+  EGraph& g;
+  int iter_limit = 30;  // egg's defaults
+  size_t node_limit = 10000;
+  double time_limit = 5.0;
+  BackoffOptions backoff;
+  std::vector<RuleState> rules;
+  std::vector<std::string> set_order;
+  std::optional<Schedule> schedule;
+  Matcher matcher;
+  RhsBuilder builder;
+
+  // One run.
+  Clock::time_point start;
+  Clock::time_point deadline;
+  int iterations = 0;  // across runs: the backoff's clock
+  int run_iterations = 0;
+  bool stopped = false;
+  StopReason stop = StopReason::Saturated;
+  bool last_changed = true;
+  std::vector<IterationStats> per_iteration;
+
+  double rebuild_rate = 2e-7;  // seconds per unit of pending rebuild work, measured as we go
+  Clock::duration rebuild_estimate(size_t work) const {
+    return std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(2.0 * rebuild_rate * double(work)));
+  }
+
+  void halt(StopReason r) {
+    if (!stopped) stopped = true, stop = r;
+  }
+
+  bool in_sets(const RuleState& r, const std::vector<std::string>& sets) const {
+    for (const std::string& s : sets)
+      if (r.stats.set == s) return true;
+    return false;
+  }
+
+  bool exec(const Schedule& s) {
+    switch (s.kind()) {
+      case Schedule::Kind::Run:
+        return iteration(s.sets());
+      case Schedule::Kind::Repeat: {
+        bool changed = false;
+        for (int i = 0; i < s.times() && !stopped; ++i) changed |= exec(s.parts()[0]);
+        return changed;
+      }
+      case Schedule::Kind::Seq: {
+        bool changed = false;
+        for (const Schedule& p : s.parts()) {
+          if (stopped) break;
+          changed |= exec(p);
+        }
+        return changed;
+      }
+      case Schedule::Kind::Saturate: {
+        bool changed = false;
+        std::vector<std::string> sets = s.parts()[0].all_sets();
+        while (!stopped) {
+          bool c = exec(s.parts()[0]);
+          changed |= c;
+          if (stopped || c) continue;
+          if (!unban(sets)) break;
+        }
+        return changed;
+      }
+    }
+    return false;
+  }
+
+  // Lifts the bans of the sets' rules; true if some rule was banned.
+  bool unban(const std::vector<std::string>& sets) {
+    bool any = false;
+    for (RuleState& r : rules) {
+      if (!in_sets(r, sets) || r.banned_until <= iterations) continue;
+      r.banned_until = iterations;
+      any = true;
+    }
+    return any;
+  }
+
+  bool iteration(const std::vector<std::string>& sets) {
+    for (const std::string& s : sets) {
+      bool known = false;
+      for (const std::string& k : set_order) known |= k == s;
+      if (!known) throw Error("the schedule runs rule set `" + s + "`, which the runner was not given");
+    }
+    if (run_iterations >= iter_limit) return halt(StopReason::IterationLimit), false;
+    if (Clock::now() >= deadline) return halt(StopReason::TimeLimit), false;
+    if (g.num_nodes() > node_limit) return halt(StopReason::NodeLimit), false;
+
+    g.rebuild();
+    IterationStats it;
+    it.index = iterations;
+    for (size_t i = 0; i < sets.size(); ++i) it.sets += (i ? " " : "") + sets[i];
+    const uint32_t now = g.tick();  // every existing e-node is stamped before `now`
+    bool changed = false;
+
+    // Search every rule on the same, rebuilt e-graph.
+    Clock::time_point t0 = Clock::now();
+    for (RuleState& r : rules) {
+      r.searched = false;
+      if (!in_sets(r, sets) || stopped) continue;
+      if (backoff.enabled && r.banned_until > iterations) continue;
+      uint64_t threshold = std::numeric_limits<uint64_t>::max();
+      if (backoff.enabled)
+        threshold = r.times_banned >= 40 ? threshold : backoff.match_limit << r.times_banned;
+      r.matches.clear();
+      Clock::time_point ts = Clock::now();
+      CollectSink sink(g, r, threshold);
+      SearchOptions opts;
+      opts.new_since = r.rule.skip_seen ? r.seen : 0;
+      opts.deadline = deadline;
+      SearchEnd end = matcher.search(g, r.rule.lhs, opts, sink);
+      r.stats.search_seconds += seconds_since(ts);
+      ++r.stats.searches;
+      if (end == SearchEnd::Deadline) {
+        r.matches.clear();
+        halt(StopReason::TimeLimit);
+        break;
+      }
+      if (sink.count() > threshold) {
+        // Too many new matches: apply none, and try again after a ban that
+        // doubles each time.
+        int length = backoff.ban_length << std::min(r.times_banned, 20);
+        r.banned_until = iterations + length;
+        ++r.times_banned;
+        ++r.stats.times_banned;
+        ++it.banned;
+        r.matches.clear();
+        continue;
+      }
+      r.searched = true;
+      r.stats.matches += sink.count();
+      it.matches += sink.count();
+    }
+    it.search_seconds = seconds_since(t0);
+
+    // Apply every match found.
+    t0 = Clock::now();
+    uint32_t steps = 0;
+    for (RuleState& r : rules) {
+      if (!r.searched || stopped) continue;
+      g.set_origin(r.origin);
+      Clock::time_point ta = Clock::now();
+      const size_t words = size_t(r.rule.lhs.subst_words());
+      bool complete = true;
+      // Pattern appliers go in batches (RhsBuilder::apply_batch), C++ ones one
+      // by one; limits are checked after each batch.
+      const size_t batch = r.rule.rhs ? RhsBuilder::kBatch : 1;
+      ApplyResult results[RhsBuilder::kBatch];
+      const size_t total = r.matches.size() / words;
+      for (size_t i = 0; i < total; i += batch) {
+        size_t count = std::min(batch, total - i);
+        const uint32_t* substs = r.matches.data() + i * words;
+        if (r.rule.rhs)
+          builder.apply_batch(g, r.rule, substs, count, results);
+        else
+          results[0] = apply_rewrite(g, r.rule, substs, builder);
+        for (size_t k = 0; k < count; ++k) {
+          const ApplyResult& a = results[k];
+          r.stats.nodes_added += a.nodes_added;
+          r.stats.type_rejected += a.type_rejected;
+          if (a.changed) ++r.stats.applications, ++it.applications, changed = true;
+        }
+        if (g.num_nodes() > node_limit) halt(StopReason::NodeLimit);
+        // Stop applying early enough that the rebuild this iteration still
+        // owes fits before the deadline: the larger of the measured rate's
+        // estimate and half the time applied so far (rebuilds cost more per
+        // union as the e-graph outgrows the caches, so past rates run low).
+        if ((++steps & 7) == 0) {
+          Clock::time_point now = Clock::now();
+          Clock::duration reserve = std::max(rebuild_estimate(g.pending_work()), (now - t0) / 2);
+          if (now + reserve >= deadline) halt(StopReason::TimeLimit);
+        }
+        if (stopped) {
+          complete = i + count >= total;
+          break;
+        }
+      }
+      if (complete) r.seen = now;
+      r.matches.clear();
+      r.stats.apply_seconds += seconds_since(ta);
+    }
+    g.set_origin(kInputOrigin);
+    it.apply_seconds = seconds_since(t0);
+
+    t0 = Clock::now();
+    const size_t work = g.pending_work();
+    it.rebuild_unions = g.rebuild();
+    it.rebuild_seconds = seconds_since(t0);
+    if (work >= 1000) {
+      // Keep the slowest rate seen recently: underestimating overshoots.
+      double rate = it.rebuild_seconds / double(work);
+      rebuild_rate = std::max(rate, 0.5 * rebuild_rate);
+    }
+    changed |= it.rebuild_unions > 0;
+    it.nodes = g.num_nodes();
+    it.classes = g.num_classes();
+    per_iteration.push_back(it);
+    ++iterations;
+    ++run_iterations;
+    last_changed = changed;
+    // A rule banned here has matches it did not apply: not a fixpoint yet.
+    return changed || it.banned > 0;
+  }
+};
+
+Runner::Runner(EGraph& g) : impl_(std::make_unique<Impl>(g)) {}
+Runner::~Runner() = default;
+
+Runner& Runner::with_iter_limit(int n) {
+  impl_->iter_limit = n;
+  return *this;
+}
+Runner& Runner::with_node_limit(size_t n) {
+  impl_->node_limit = n;
+  return *this;
+}
+Runner& Runner::with_time_limit(double seconds) {
+  impl_->time_limit = seconds;
+  return *this;
+}
+Runner& Runner::with_backoff(BackoffOptions b) {
+  impl_->backoff = b;
+  return *this;
+}
+Runner& Runner::with_simple_scheduler() {
+  impl_->backoff.enabled = false;
+  return *this;
+}
+Runner& Runner::with_rules(const std::string& set, std::vector<Rewrite> rules) {
+  bool known = false;
+  for (const std::string& s : impl_->set_order) known |= s == set;
+  if (!known) impl_->set_order.push_back(set);
+  for (Rewrite& r : rules) {
+    RuleState st;
+    st.origin = impl_->g.intern_origin(r.name);
+    st.stats.name = r.name;
+    st.stats.set = set;
+    st.rule = std::move(r);
+    impl_->rules.push_back(std::move(st));
+  }
+  return *this;
+}
+Runner& Runner::with_schedule(Schedule s) {
+  impl_->schedule = std::move(s);
+  return *this;
+}
+
+RunReport Runner::run() {
+  Impl& m = *impl_;
+  m.start = Clock::now();
+  double limit = std::min(m.time_limit, 1e9);
+  m.deadline = m.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit));
+  m.stopped = false;
+  m.run_iterations = 0;
+  m.per_iteration.clear();
+  for (RuleState& r : m.rules) r.stats = RuleStats{r.stats.name, r.stats.set};
+  Schedule s = m.schedule ? *m.schedule : Schedule::saturate(Schedule::run(m.set_order));
+  m.g.rebuild();
+  if (!m.set_order.empty()) m.exec(s);
+  m.g.rebuild();
+
+  RunReport report;
+  if (m.stopped)
+    report.stop = m.stop;
+  else if (!m.last_changed || m.set_order.empty())
+    report.stop = StopReason::Saturated;
+  else
+    report.stop = StopReason::ScheduleDone;
+  report.iterations = m.run_iterations;
+  report.seconds = seconds_since(m.start);
+  report.nodes = m.g.num_nodes();
+  report.classes = m.g.num_classes();
+  for (const RuleState& r : m.rules) report.rules.push_back(r.stats);
+  report.per_iteration = std::move(m.per_iteration);
+  return report;
+}
+
+// ---- reports ------------------------------------------------------------------------------
+
+std::string RunReport::text() const {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "stop: %s\niterations: %d\ne-nodes: %zu\ne-classes: %zu\nseconds: %.6f\n",
+                std::string(stop_reason_name(stop)).c_str(), iterations, nodes, classes, seconds);
+  out += line;
+  out +=
+      "\nrule                             set          matches  applied  nodes+  rejected  banned   search_s "
+      "  apply_s\n";
+  for (const RuleStats& r : rules) {
+    std::snprintf(line, sizeof line, "%-32s %-10s %9llu %8llu %7llu %9llu %7llu %10.6f %9.6f\n",
+                  r.name.c_str(), r.set.c_str(), (unsigned long long)r.matches,
+                  (unsigned long long)r.applications, (unsigned long long)r.nodes_added,
+                  (unsigned long long)r.type_rejected, (unsigned long long)r.times_banned, r.search_seconds,
+                  r.apply_seconds);
+    out += line;
+  }
+  out +=
+      "\niter  sets         e-nodes  e-classes   matches  applied  unions  banned  search_s   apply_s  "
+      "rebuild_s\n";
+  for (const IterationStats& it : per_iteration) {
+    std::snprintf(line, sizeof line, "%4d  %-10s %9zu %10zu %9llu %8llu %7zu %7d %9.6f %9.6f %10.6f\n",
+                  it.index, it.sets.c_str(), it.nodes, it.classes, (unsigned long long)it.matches,
+                  (unsigned long long)it.applications, it.rebuild_unions, it.banned, it.search_seconds,
+                  it.apply_seconds, it.rebuild_seconds);
+    out += line;
+  }
+  return out;
+}
+
+std::string RunReport::json() const {
+  std::string out = "{\"stop\": \"" + std::string(stop_reason_name(stop)) +
+                    "\", \"iterations\": " + std::to_string(iterations) +
+                    ", \"enodes\": " + std::to_string(nodes) + ", \"eclasses\": " + std::to_string(classes) +
+                    ", \"seconds\": " + fixed(seconds) + ", \"rules\": [";
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const RuleStats& r = rules[i];
+    out += std::string(i ? ", " : "") + "{\"name\": \"" + json_escape(r.name) + "\", \"set\": \"" +
+           json_escape(r.set) + "\", \"searches\": " + std::to_string(r.searches) +
+           ", \"matches\": " + std::to_string(r.matches) +
+           ", \"applications\": " + std::to_string(r.applications) +
+           ", \"nodes_added\": " + std::to_string(r.nodes_added) +
+           ", \"type_rejected\": " + std::to_string(r.type_rejected) +
+           ", \"times_banned\": " + std::to_string(r.times_banned) +
+           ", \"search_seconds\": " + fixed(r.search_seconds) +
+           ", \"apply_seconds\": " + fixed(r.apply_seconds) + "}";
+  }
+  out += "], \"per_iteration\": [";
+  for (size_t i = 0; i < per_iteration.size(); ++i) {
+    const IterationStats& it = per_iteration[i];
+    out += std::string(i ? ", " : "") + "{\"index\": " + std::to_string(it.index) + ", \"sets\": \"" +
+           json_escape(it.sets) + "\", \"enodes\": " + std::to_string(it.nodes) +
+           ", \"eclasses\": " + std::to_string(it.classes) + ", \"matches\": " + std::to_string(it.matches) +
+           ", \"applications\": " + std::to_string(it.applications) +
+           ", \"rebuild_unions\": " + std::to_string(it.rebuild_unions) +
+           ", \"banned\": " + std::to_string(it.banned) +
+           ", \"search_seconds\": " + fixed(it.search_seconds) +
+           ", \"apply_seconds\": " + fixed(it.apply_seconds) +
+           ", \"rebuild_seconds\": " + fixed(it.rebuild_seconds) + "}";
+  }
+  return out + "]}";
+}
+
+}  // namespace eqf
