@@ -13,8 +13,8 @@
 
 namespace eqf {
 
-std::vector<TermValue> evaluate_terms(const Program& p, const std::vector<Tensor64>& inputs, const BlockSizes& blocks,
-                                      std::span<const NodeId> roots) {
+std::vector<TermValue> evaluate_terms(const Program& p, const std::vector<Tensor64>& inputs,
+                                      const BlockSizes& blocks, std::span<const NodeId> roots) {
   const std::vector<interp::Value> vals = interp::evaluate_roots(p, inputs, blocks, roots);
   std::vector<TermValue> out(vals.size());
   for (size_t r = 0; r < vals.size(); ++r) {
@@ -55,7 +55,8 @@ double term_difference(const TermValue& a, const TermValue& b, int64_t* compared
     const TermTensor& x = a.parts[c];
     const TermTensor& y = b.parts[c];
     if (x.shape != y.shape || x.data.size() != y.data.size())
-      throw Error("term_difference: component " + std::to_string(c) + " has different shapes on the two sides");
+      throw Error("term_difference: component " + std::to_string(c) +
+                  " has different shapes on the two sides");
     for (size_t i = 0; i < x.data.size(); ++i) {
       if (!x.valid[i] || !y.valid[i]) continue;
       const double u = x.data[i], v = y.data[i];

@@ -32,8 +32,8 @@ struct TermValue {
 
 // Evaluates the given nodes of a type-checked program (outputs are not
 // needed: a program of bare terms works). Throws eqf::Error as `evaluate`.
-std::vector<TermValue> evaluate_terms(const Program& p, const std::vector<Tensor64>& inputs, const BlockSizes& blocks,
-                                      std::span<const NodeId> roots);
+std::vector<TermValue> evaluate_terms(const Program& p, const std::vector<Tensor64>& inputs,
+                                      const BlockSizes& blocks, std::span<const NodeId> roots);
 
 // The largest relative difference between two values of one type over the
 // positions valid in both: max |a-b| / max(max |b|, tiny). Positions where
