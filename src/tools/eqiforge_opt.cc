@@ -136,6 +136,7 @@ const std::vector<Verb>& verb_table() {
                    {.name = "--verify", .value_name = "", .help = "run the soundness check"},
                    {.name = "--json", .value_name = "", .help = "print the check's summary as JSON"},
                    {.name = "--samples", .value_name = "N", .help = "instantiations compared per rule (default 4)"},
+                   {.name = "--schedule", .value_name = "", .help = "print the default schedule (for saturate --schedule)"},
                    kSeed},
        .run = verb_rules},
       {.name = "prove",

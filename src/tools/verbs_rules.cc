@@ -56,6 +56,10 @@ std::string json_string(std::string_view s) {
 }  // namespace
 
 int verb_rules(const Args& args) {
+  if (args.has("--schedule")) {
+    std::cout << default_schedule().text() << "\n";
+    return kExitOk;
+  }
   std::optional<Family> family = family_option(args);
   if (args.has("--verify")) {
     VerifyOptions opts;
