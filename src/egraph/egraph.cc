@@ -202,6 +202,14 @@ std::optional<EClassId> EGraph::lookup(Op op, const Attrs& attrs, std::span<cons
 
 std::optional<EClassId> EGraph::add_canonical(Op op, const Attrs& attrs, std::span<const EClassId> children,
                                               std::string* why) {
+  // NodeRec keeps the child count in 16 bits (a small record is a fast
+  // e-graph); a wider node is refused, never truncated.
+  if (children.size() > UINT16_MAX) {
+    if (why)
+      *why = std::string(op_info(op).name) + " has " + std::to_string(children.size()) +
+             " operands; the e-graph takes at most 65535";
+    return std::nullopt;
+  }
   uint64_t h = hash_node(op, attrs, children);
   EClassId found = memo_find(h, op, attrs, children);
   if (found.valid()) return found;

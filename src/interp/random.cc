@@ -34,11 +34,15 @@ int64_t draw_block(std::mt19937_64& rng, int64_t size) {
     return int64_t(1) << between(rng, 0, e);
   }
   if (kind == 2) return between(rng, 1, size);
-  std::vector<int64_t> ragged;
-  for (int64_t b = 2; b < size; ++b)
-    if (size % b != 0) ragged.push_back(b);
-  if (ragged.empty()) return between(rng, 1, size);
-  return ragged[size_t(between(rng, 0, int64_t(ragged.size()) - 1))];
+  // A ragged size: try a few random candidates rather than listing every
+  // size (the extent may be huge); a size with no ragged block at all (2, 3,
+  // 4, 6) falls back to any size.
+  if (size > 2)
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      const int64_t b = between(rng, 2, size - 1);
+      if (size % b != 0) return b;
+    }
+  return between(rng, 1, size);
 }
 
 // What axis a splits under the block sizes chosen so far (extent(d) at
@@ -103,7 +107,11 @@ std::vector<Tensor64> random_inputs(const Program& p, uint64_t seed) {
                     "input " + std::string(d.name.str()) + ": dim " + std::string(dim.str()) +
                         " has no fixed extent");
       t.shape.push_back(info->extent);
-      n *= info->extent;
+      // The interpreter's own limit (2^28 doubles): refuse before allocating.
+      if (__builtin_mul_overflow(n, info->extent, &n) || n > (int64_t(1) << 28))
+        throw Error(p.file, d.loc,
+                    "input " + std::string(d.name.str()) + " has more than 2^28 elements; the reference "
+                    "interpreter evaluates programs at test sizes (re-size the dims)");
     }
     t.data.resize(size_t(n));
     for (double& v : t.data) {

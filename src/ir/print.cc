@@ -7,6 +7,7 @@
 // used more than once (t0, t1, ...). Parsing the text and printing again
 // reproduces it exactly: the re-parsed program names exactly the bound nodes,
 // and creates them in the printed order.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <unordered_set>
@@ -161,9 +162,17 @@ class Printer {
         Symbol name = p_.name_of(NodeId{i});
         if (name.valid()) binding_[i] = name, taken.insert(name);
       }
+    // A node also gets a let when its printed term would nest deeper than
+    // kMaxInlineDepth: programs built in memory may be deeper than the reader
+    // accepts (kSExprMaxDepth), and their text must still parse.
+    constexpr uint32_t kMaxInlineDepth = 256;
+    std::vector<uint32_t> depth(n, 0);  // nesting of the node's inline text
     int next_temp = 0;
     for (uint32_t i = 0; i < n; ++i) {
-      if (!printed[i] || binding_[i].valid() || uses[i] < 2 || op_has(p_.node(NodeId{i}).op, kLeaf)) continue;
+      if (!printed[i] || op_has(p_.node(NodeId{i}).op, kLeaf)) continue;
+      for (NodeId c : p_.children(NodeId{i}))
+        depth[i] = std::max(depth[i], binding_[c.v].valid() ? 1u : depth[c.v] + 1);
+      if (binding_[i].valid() || (uses[i] < 2 && depth[i] < kMaxInlineDepth)) continue;
       Symbol temp;
       do temp = Symbol::intern("t" + std::to_string(next_temp++));
       while (taken.count(temp));

@@ -74,17 +74,18 @@ Result type_layout(Op op, const Attrs& attrs, Kids kids, DimTable& dims) {
 
   std::string err;
   int64_t gone_extent = 1, made_extent = 1;
+  bool overflow = false;  // a product past int64 matches no declared extent
   for (int i = 0; i < n_gone; ++i) {
     std::optional<int64_t> e = fixed_extent(gone[i], dims, err);
     if (!e) return fail(op, err);
-    gone_extent *= *e;
+    overflow |= __builtin_mul_overflow(gone_extent, *e, &gone_extent);
   }
   for (int i = 0; i < n_made; ++i) {
     std::optional<int64_t> e = fixed_extent(made[i], dims, err);
     if (!e) return fail(op, err);
-    made_extent *= *e;
+    overflow |= __builtin_mul_overflow(made_extent, *e, &made_extent);
   }
-  if (gone_extent != made_extent) {
+  if (overflow || gone_extent != made_extent) {
     auto product = [&](const Symbol* ds, int n) {
       std::string s;
       for (int i = 0; i < n; ++i)
