@@ -15,22 +15,13 @@
 #include "eqiforge/rules/library.h"
 #include "eqiforge/rules/prove.h"
 #include "eqiforge/rules/verify.h"
+#include "tools/verb_util.h"
 
 namespace eqf::cli {
 namespace {
 
 // `--rules all|algebraic|...` of `saturate` finds the library's sets.
 [[maybe_unused]] const bool kRuleSetsRegistered = (register_rule_sets(), true);
-
-double seconds_option(const Args& args, std::string_view name, double fallback) {
-  std::optional<std::string> text = args.value(name);
-  if (!text) return fallback;
-  double v = 0;
-  auto [ptr, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
-  if (ec != std::errc() || ptr != text->data() + text->size() || !(v > 0))
-    throw UsageError(std::string(name) + " expects a positive number of seconds, got '" + *text + "'");
-  return v;
-}
 
 std::optional<Family> family_option(const Args& args) {
   std::optional<std::string> f = args.value("--family");
