@@ -336,7 +336,7 @@ void check_inputs(const Program& p, const std::vector<Tensor64>& inputs, const S
       const auto it = std::find(d.layout.begin(), d.layout.end(), t.dims[j]);
       ok = it != d.layout.end() && t.shape[j] == want[size_t(it - d.layout.begin())] &&
            std::count(t.dims.begin(), t.dims.end(), t.dims[j]) == 1;
-      numel *= t.shape[j];
+      if (ok && __builtin_mul_overflow(numel, t.shape[j], &numel)) ok = false;  // a shape past int64 is wrong
     }
     if (!ok)
       throw Error(p.file, d.loc,
