@@ -32,6 +32,14 @@ std::optional<std::vector<Symbol>> structural_dims(Program& p, NodeId root) {
     auto kids = p.children(id);
     auto kid = [&](size_t k) -> const Parts& { return dims[kids[k].v]; };
     Parts& out = dims[i];
+    // Pointwise ops broadcast by name: the union of the operands' dims. The
+    // op table says which ops those are, so a new one needs no case here.
+    if (op_has(n.op, kPointwise)) {
+      DimSet u;
+      for (size_t k = 0; k < kids.size(); ++k)
+        for (Symbol d : first(kid(k))) insert(u, d);
+      out = {u};
+    }
     switch (n.op) {
       case Op::Input: {
         auto it = inputs.find(attr_sym(n.attrs, 0));
@@ -44,33 +52,6 @@ std::optional<std::vector<Symbol>> structural_dims(Program& p, NodeId root) {
       case Op::Iota:
         out = {DimSet{attr_sym(n.attrs, 0)}};
         break;
-      case Op::Add:
-      case Op::Sub:
-      case Op::Mul:
-      case Op::Div:
-      case Op::Max2:
-      case Op::Min2:
-      case Op::Neg:
-      case Op::Exp:
-      case Op::Log:
-      case Op::Sqrt:
-      case Op::Rsqrt:
-      case Op::Sigmoid:
-      case Op::Silu:
-      case Op::Gelu:
-      case Op::Tanh:
-      case Op::Pow:
-      case Op::Cast:
-      case Op::Lt:
-      case Op::Le:
-      case Op::Eq:
-      case Op::Where: {
-        DimSet u;
-        for (size_t k = 0; k < kids.size(); ++k)
-          for (Symbol d : first(kid(k))) insert(u, d);
-        out = {u};
-        break;
-      }
       case Op::Reduce: {
         out = kid(0);
         for (DimSet& s : out) erase(s, attr_sym(n.attrs, 0));
@@ -128,6 +109,8 @@ std::optional<std::vector<Symbol>> structural_dims(Program& p, NodeId root) {
         out = {index < t.size() ? t[index] : DimSet{}};
         break;
       }
+      default:  // pointwise: handled above
+        break;
     }
     // Ops that act on each component keep a tuple a tuple.
     bool per_component = n.op == Op::Reduce || op_has(n.op, kParallel) || n.op == Op::Collect;
