@@ -1,21 +1,32 @@
 """Check emitted Triton kernels against the reference interpreter.
 
     python -m eqiforge.check FILE [--seed N] [--small] [--trials T] [--blocks t.0=16,s.0=4]
+    python -m eqiforge.check FILE --top K [--also TILED.eqf ...] [--rules SET] [--extract-arg ARG ...]
 
-emits the Triton module of the tiled program in FILE (``eqiforge-opt emit``),
-runs it with Triton's interpreter (``TRITON_INTERPRET=1``) on random CPU
-tensors, and compares each output with the reference interpreter evaluating
-the same program at the same block sizes (``eqiforge._core.evaluate``, float64).
-Each trial draws fresh inputs and block sizes from seed + trial: trial 0 uses
-the module's default block sizes, later trials random sizes that often do not
-divide the extents. The relative L2 error of every output is printed; the exit
-status is 1 if any exceeds the tolerance (1e-5 for fp32 programs, 1e-2 when an
-input is fp16 or bf16), 2 for a program that cannot be emitted.
+emits the Triton module of the program in FILE (``eqiforge-opt emit``), as
+written or, with ``--top K``, of each of the K best candidates that extraction
+ranks for it (``eqiforge-opt extract --json --programs``), runs each module
+with Triton's interpreter (``TRITON_INTERPRET=1``) on random CPU tensors, and
+compares each output with the reference interpreter (``eqiforge._core.evaluate``,
+float64): the program itself at the same block sizes, or, for candidates, the
+program in FILE. Each trial draws fresh inputs and block sizes from
+seed + trial: trial 0 uses the module's default block sizes, later trials
+random sizes that often do not divide the extents. The relative L2 error of
+every output is printed; the exit status is 1 if any exceeds the tolerance
+(1e-5 for fp32 programs, 1e-2 when an input is fp16 or bf16), 2 for a program
+that cannot be extracted, emitted or run.
+
+Extraction takes the options of ``eqiforge-opt extract``: ``--also FILE``
+(an equivalent program united with FILE's e-graph, e.g. a hand-tiled form),
+``--rules SET`` (``none``: no saturation, so extraction finishes at once on
+the united programs) and any other through ``--extract-arg``, e.g.
+``--extract-arg=--time-limit=30 --extract-arg=--order=bfs``.
 
 ``--small`` first re-sizes every dim to a small extent (a few of 3..13, some
 not multiples of the block sizes), so paper-sized workloads check in seconds.
 The re-sized program is checked against itself, so constants that depend on
-extents (a mean's divisor) need no change.
+extents (a mean's divisor) need no change; ``--also`` programs get the same
+extents.
 
 The emitter is the ``eqiforge-opt`` executable: the one named by the
 EQIFORGE_OPT environment variable, else the one installed with this Python,
@@ -26,6 +37,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
+import json
 import math
 import os
 import random
@@ -108,34 +121,78 @@ def _interpret():
 
     if not isinstance(tl.cdiv, InterpretedFunction):
         raise CheckError("triton was imported before TRITON_INTERPRET=1 was set; set it before importing triton")
+    _scalar_index_compat()
+
+
+def _scalar_index_compat():
+    """Triton 3.6's interpreter holds a scalar as a one-element array and turns
+    it into a Python int with int(array), which NumPy 2 refuses: every loop
+    bounded by a runtime value (`range(0, tl.cdiv(T, BLOCK_T))`) then fails.
+    Newer interpreters squeeze the array first; give older ones the same."""
+    from triton.runtime import interpreter
+
+    patch = getattr(interpreter, "_patch_lang_tensor", None)
+    if patch is None or getattr(patch, "_eqiforge_compat", False):
+        return
+    try:
+        if "int(self.handle.data)" not in inspect.getsource(patch):
+            return
+    except (OSError, TypeError):
+        return
+
+    def patched(tensor, scope):
+        patch(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.reshape(-1)[0]))
+
+    patched._eqiforge_compat = True
+    interpreter._patch_lang_tensor = patched
 
 
 # ---- programs ----------------------------------------------------------------------
 
 
-def resize_small(text: str, seed: int = 0) -> str:
-    """The program with every dim re-sized to a small extent (dims that a split
-    or merge relates keep theirs: their extents must stay consistent)."""
-    match = re.search(r"\(dims((?:\s*\(\s*[^()\s]+\s+\d+\s*\))+)\s*\)", text)
-    if not match:
+_DIMS_ITEM = r"\(dims((?:\s*\(\s*[^()\s]+\s+\d+\s*\))+)\s*\)"
+
+
+def small_extents(text: str, seed: int = 0, others: tuple = ()) -> dict:
+    """Small extents for the dims of `text` (dims that a split or merge relates,
+    in it or in `others`, keep theirs: their extents must stay consistent)."""
+    if not re.search(_DIMS_ITEM, text):
         raise CheckError("--small: no (dims ...) item found")
     layout_dims = set()
-    for op in re.finditer(r"\((?:split|merge)\s+([^()\s]+)\s+([^()\s]+)\s+([^()\s]+)", text):
-        layout_dims.update(op.groups())
+    for t in (text, *others):
+        for op in re.finditer(r"\((?:split|merge)\s+([^()\s]+)\s+([^()\s]+)\s+([^()\s]+)", t):
+            layout_dims.update(op.groups())
     rng = random.Random(seed)
+    out = {}
+    for name, extent in _dims(text).items():
+        if name not in layout_dims and extent > 1:
+            out[name] = min(extent, rng.choice(_SMALL_EXTENTS))
+    return out
 
-    def small(m):
-        name, extent = m.group(1), int(m.group(2))
-        if name in layout_dims or extent <= 1:
-            return m.group(0)
-        return f"({name} {min(extent, rng.choice(_SMALL_EXTENTS))})"
 
-    body = re.sub(r"\(\s*([^()\s]+)\s+(\d+)\s*\)", small, match.group(1))
+def with_extents(text: str, extents: dict) -> str:
+    """The program with the dims named in `extents` re-sized."""
+    match = re.search(_DIMS_ITEM, text)
+    if not match:
+        raise CheckError("--small: no (dims ...) item found")
+
+    def resize(m):
+        name = m.group(1)
+        return f"({name} {extents[name]})" if name in extents else m.group(0)
+
+    body = re.sub(r"\(\s*([^()\s]+)\s+(\d+)\s*\)", resize, match.group(1))
     return text[: match.start(1)] + body + text[match.end(1) :]
 
 
+def resize_small(text: str, seed: int = 0) -> str:
+    """The program with every dim re-sized to a small extent (dims that a split
+    or merge relates keep theirs: their extents must stay consistent)."""
+    return with_extents(text, small_extents(text, seed))
+
+
 def _dims(text: str) -> dict:
-    match = re.search(r"\(dims((?:\s*\(\s*[^()\s]+\s+\d+\s*\))+)\s*\)", text)
+    match = re.search(_DIMS_ITEM, text)
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"\(\s*([^()\s]+)\s+(\d+)\s*\)", match.group(1))}
 
 
@@ -191,7 +248,8 @@ def relative_error(got: np.ndarray, want: np.ndarray) -> float:
         return math.inf
     diff = np.linalg.norm((got - want).ravel())
     scale = np.linalg.norm(want.ravel())
-    return float(diff / scale) if scale > 0 else float(diff)
+    err = float(diff / scale) if scale > 0 else float(diff)
+    return math.inf if math.isnan(err) else err  # NaN must not pass a `<=` nor vanish in max()
 
 
 # ---- the check ----------------------------------------------------------------------
@@ -205,9 +263,13 @@ def check_program(
     unit_axes: list[str] | None = None,
     source: str = "-",
     module=None,
+    reference: str | None = None,
 ) -> list[Trial]:
     """Runs the emitted module of `text` against the reference interpreter
-    over `trials` trials; returns each trial's block sizes and errors."""
+    over `trials` trials; returns each trial's block sizes and errors. The
+    reference is `text` itself at the same block sizes, or the program
+    `reference` (e.g. the naive program a candidate was extracted from) on the
+    same inputs."""
     _interpret()
     import torch
 
@@ -229,7 +291,12 @@ def check_program(
         rng = None if t == 0 else random.Random(trial_seed)
         sizes = choose_blocks(_core.axes(text, source), dims, set(module.UNIT_AXES), rng, blocks or {})
         inputs = _core.random_inputs(text, trial_seed, source)
-        want = _core.evaluate(text, seed=trial_seed, blocks=sizes, inputs=inputs, file=source)
+        if reference is None:
+            want = _core.evaluate(text, seed=trial_seed, blocks=sizes, inputs=inputs, file=source)
+        else:
+            ref_axes = set(_core.axes(reference))
+            ref_blocks = {a: b for a, b in sizes.items() if a in ref_axes}
+            want = _core.evaluate(reference, seed=trial_seed, blocks=ref_blocks, inputs=inputs)
         kwargs = {param: sizes[axis] for axis, param in module.BLOCK_PARAMS.items()}
         args = [torch.tensor(inputs[name]).to(torch_dtypes[dtypes[name]]) for name in module.INPUTS]
         with np.errstate(all="ignore"):  # padded positions may compute inf/nan; stores mask them
@@ -256,35 +323,163 @@ def _parse_blocks(text: str | None) -> dict:
     return out
 
 
+# ---- candidates ----------------------------------------------------------------------
+
+
+@dataclass
+class Candidate:
+    rank: int
+    program: str            # the candidate's program text
+    estimate_us: float | None = None
+    kernels: list = field(default_factory=list)  # "name grid [..] loops [..]"
+
+
+def extract(text: str, top: int, extract_args: list[str] | None = None, source: str = "-") -> list[Candidate]:
+    """The `top` best candidates that `eqiforge-opt extract` ranks for `text`
+    (fewer when extraction finds fewer), with their programs."""
+    cmd = [_emitter(), "extract", "-", "--json", "--programs", "--top", str(top), *(extract_args or [])]
+    done = subprocess.run(cmd, input=text, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise CheckError(done.stderr.strip().replace("<stdin>", source))
+    try:
+        report = json.loads(done.stdout)
+    except json.JSONDecodeError as e:
+        raise CheckError(f"eqiforge-opt extract printed no JSON object: {e}") from None
+    out = []
+    for c in report.get("candidates", []):
+        kernels = [f"{k['name']} grid [{' '.join(k['grid'])}] loops [{' '.join(k['loops'])}]"
+                   for k in c.get("kernels", [])]
+        out.append(Candidate(c["rank"], c["program"], c.get("estimated_us"), kernels))
+    return out
+
+
+def check_candidates(
+    text: str,
+    top: int,
+    extract_args: list[str] | None = None,
+    seed: int = 0,
+    trials: int = 3,
+    blocks: dict | None = None,
+    unit_axes: list[str] | None = None,
+    source: str = "-",
+) -> list[tuple[Candidate, list[Trial]]]:
+    """Extracts the `top` best candidates of `text` and checks each emitted
+    module against the reference interpreter evaluating `text`."""
+    candidates = extract(text, top, extract_args, source)
+    if not candidates:
+        raise CheckError(f"{source}: extraction found no candidate")
+    results = []
+    for c in candidates:
+        where = f"{source} (candidate {c.rank})"
+        results.append((c, check_program(c.program, seed, trials, blocks, unit_axes, where, reference=text)))
+    return results
+
+
+def _still_equivalent(text: str, also: list[str], names: list[str]) -> None:
+    """Re-sized --also programs must still compute FILE's outputs: a constant
+    that depends on an extent (a mean's divisor written as a number) does not
+    follow the re-sizing, and extraction would then unite programs that differ."""
+    from . import _core
+
+    for t, name in zip(also, names):
+        try:
+            err = _core.equiv(text, t, seed=0, trials=2)
+        except ValueError as e:
+            raise CheckError(f"--small: {name} re-sized: {e}") from None
+        if not err <= _core.TOLERANCE:
+            raise CheckError(f"--small: {name} is not equivalent to the program any more once re-sized "
+                             f"(relative error {err:.3g}): a constant depends on an extent; check without --small")
+
+
+def _print_trials(trials: list[Trial], indent: str) -> float:
+    worst = 0.0
+    for t in trials:
+        blocks = " ".join(f"{a}={b}" for a, b in t.blocks.items()) or "-"
+        errors = "  ".join(f"{name} {err:.3g}" for name, err in t.errors.items())
+        print(f"{indent}seed {t.seed}  blocks {blocks}:  {errors}")
+        worst = max(worst, t.max_error)
+    return worst
+
+
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m eqiforge.check", description=__doc__.split("\n\n")[0])
-    parser.add_argument("file", help="a type-checked tiled program (IR text)")
+    parser = argparse.ArgumentParser(
+        prog="python -m eqiforge.check",
+        description=__doc__.split("\n\n")[0],
+        epilog="With --top, FILE is usually the naive program; --also, --rules and --extract-arg go to "
+        "`eqiforge-opt extract` (see `eqiforge-opt extract --help`).",
+    )
+    parser.add_argument("file", help="a type-checked program (IR text)")
     parser.add_argument("--seed", type=int, default=0, help="seed of inputs and block sizes (default 0)")
     parser.add_argument("--trials", type=int, default=3, help="number of trials (default 3)")
     parser.add_argument("--small", action="store_true", help="re-size every dim to a small extent first")
     parser.add_argument("--blocks", help="fixed block sizes, e.g. t.0=16,s.0=4 (others vary by trial)")
     parser.add_argument("--unit-axes", help="axes fixed to block size 1, comma-separated, or none")
+    parser.add_argument("--top", type=int, metavar="K",
+                        help="check the K best candidates of FILE's extraction instead of FILE as written")
+    parser.add_argument("--also", action="append", default=[], metavar="FILE",
+                        help="with --top: an equivalent program united with FILE's e-graph (repeatable)")
+    parser.add_argument("--rules", metavar="SET",
+                        help="with --top: saturation rules (default: the library's schedule; none: no saturation)")
+    parser.add_argument("--extract-arg", action="append", default=[], metavar="ARG",
+                        help="with --top: one more argument for `eqiforge-opt extract`, "
+                        "e.g. --extract-arg=--time-limit=30 (repeatable)")
     args = parser.parse_args(argv)
+    if args.top is None and (args.also or args.rules or args.extract_arg):
+        parser.error("--also, --rules and --extract-arg need --top K")
+    if args.top is not None and args.top < 1:
+        parser.error("--top expects a positive number of candidates")
+    units = None
+    if args.unit_axes is not None:
+        units = [] if args.unit_axes == "none" else args.unit_axes.split(",")
     try:
         with open(args.file) as f:
             text = f.read()
+        also = []
+        for path in args.also:
+            with open(path) as f:
+                also.append(f.read())
         if args.small:
-            text = resize_small(text, args.seed)
-        units = None
-        if args.unit_axes is not None:
-            units = [] if args.unit_axes == "none" else args.unit_axes.split(",")
+            extents = small_extents(text, args.seed, tuple(also))
+            text = with_extents(text, extents)
+            also = [with_extents(t, extents) for t in also]
+            _still_equivalent(text, also, args.also)
         tol = tolerance_for(text)
-        trials = check_program(text, args.seed, max(args.trials, 1), _parse_blocks(args.blocks), units, args.file)
+        blocks = _parse_blocks(args.blocks)
+        trials = max(args.trials, 1)
+        if args.top is None:
+            results = [(None, check_program(text, args.seed, trials, blocks, units, args.file))]
+        else:
+            with tempfile.TemporaryDirectory(prefix="eqiforge_check_") as tmp:
+                extract_args = []
+                for i, t in enumerate(also):  # re-sized copies under --small
+                    path = os.path.join(tmp, f"also{i}.eqf") if args.small else args.also[i]
+                    if args.small:
+                        with open(path, "w") as f:
+                            f.write(t)
+                    extract_args += ["--also", path]
+                if args.rules:
+                    extract_args += ["--rules", args.rules]
+                extract_args += args.extract_arg
+                results = check_candidates(text, args.top, extract_args, args.seed, trials, blocks, units,
+                                           args.file)
     except (CheckError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(f"check {args.file}: {len(trials)} trials, tolerance {tol:g}" + (" (small dims)" if args.small else ""))
+    small = " (small dims)" if args.small else ""
     worst = 0.0
-    for t in trials:
-        blocks = " ".join(f"{a}={b}" for a, b in t.blocks.items()) or "-"
-        errors = "  ".join(f"{name} {err:.3g}" for name, err in t.errors.items())
-        print(f"  seed {t.seed}  blocks {blocks}:  {errors}")
-        worst = max(worst, t.max_error)
+    if args.top is None:
+        print(f"check {args.file}: {trials} trials, tolerance {tol:g}{small}")
+        worst = _print_trials(results[0][1], "  ")
+    else:
+        found = f"{len(results)} of the top {args.top} candidates" if len(results) < args.top else \
+            f"top {len(results)} candidate" + ("s" if len(results) > 1 else "")
+        print(f"check {args.file}: {found}, {trials} trials each, tolerance {tol:g}{small}")
+        for c, ts in results:
+            est = f"{c.estimate_us:.2f} us estimated" if c.estimate_us is not None else "no estimate"
+            print(f"  candidate {c.rank} ({est}): " + "; ".join(c.kernels))
+            err = _print_trials(ts, "    ")
+            print(f"    {'ok' if err <= tol else 'FAIL'}: candidate {c.rank}, largest relative error {err:.3g}")
+            worst = max(worst, err)
     ok = worst <= tol
     print(f"{'ok' if ok else 'FAIL'}: largest relative error {worst:.3g}")
     return 0 if ok else 1

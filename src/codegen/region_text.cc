@@ -62,6 +62,8 @@ class RegionPrinter {
     const Type& t = p_.type(n).get();
     bool literal = !t.is_tuple && t.tensor().literal;  // folded where used: print it whole
     if (node.op == Op::Input) return std::string(attr_sym(node.attrs, 0).str());
+    // An index, not a value of another kernel: every kernel computes it.
+    if (node.op == Op::Iota) return "(iota " + std::string(attr_sym(node.attrs, 0).str()) + ")";
     if (auto it = sources_.find(n.v); it != sources_.end() && !top) return it->second;
     if (!top && name.valid()) {
       if (region_.count(n.v) && defined_.insert(n.v).second) {

@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -167,6 +168,15 @@ class KernelEmitter {
   void emit_compute(NodeId n, int scope);
   void emit_load(const Load& ld, int scope);
   void emit_loop(int loop_index, int scope);
+  // The block range a loop over a masked key axis must visit (loop bounds
+  // from index masks, triton_loop_bounds.cc): Python expressions for the first
+  // block and one past the last, given the unbounded block count. nullopt
+  // when the loop has no mask that provably lets it skip blocks.
+  struct LoopRange {
+    std::string lo, hi;
+    std::string mask_name;  // the mask's let name, for the comment
+  };
+  std::optional<LoopRange> masked_range(int loop_index, const std::string& count, const std::string& step);
   void emit_merge(const Loop& loop, const std::vector<Value>& acc, const std::vector<Value>& blk);
   void emit_store(const Store& st);
   Value load_part(const Load& ld, int part, const std::string& name);
@@ -210,6 +220,9 @@ OpEmitter op_emitter(Op op);
 
 // The value of a node whose type is a literal (constant folding).
 double fold_literal(const Program& p, NodeId n);
+// The value of pointwise node n on constant operands `kids` (its children's
+// values, in order). Throws eqf::Error for an op that is not pointwise.
+double constant_op(const Program& p, NodeId n, std::span<const double> kids);
 
 std::string dtype_triton(DType t);  // "tl.float32", ...
 std::string dtype_torch(DType t);   // "torch.float32", ...

@@ -518,7 +518,24 @@ void KernelEmitter::emit_loop(int li, int scope) {
                            {"# preduce over " + a.name() + " with " + reduction_text(red) +
                                 ": running state " + join(acc_names, ", "),
                             nullptr});
-  block(scope).body.push_back({"for " + var + " in range(0, " + count + "):", std::move(nested)});
+  std::string range = "range(0, " + count + ")";
+  if (a.level == 0) {
+    if (std::optional<LoopRange> r = masked_range(li, count, step)) {
+      std::string lo = r->lo, hi = locals_.fresh("hi_" + var);
+      if (lo != "0") {
+        lo = locals_.fresh("lo_" + var);
+        stmt("# " + a.name() + ": only the blocks where " + r->mask_name +
+             " can hold; the others add nothing to the state");
+        stmt(lo + " = " + r->lo);
+      } else {
+        stmt("# " + a.name() + ": only the blocks where " + r->mask_name +
+             " can hold; the others add nothing to the state");
+      }
+      stmt(hi + " = " + r->hi);
+      range = "range(" + lo + ", " + hi + ")";
+    }
+  }
+  block(scope).body.push_back({"for " + var + " in " + range + ":", std::move(nested)});
 
   current_ = li;
   emit_block(loop.body, li);
@@ -588,7 +605,10 @@ void KernelEmitter::emit_merge(const Loop& loop, const std::vector<Value>& acc,
       scales.emplace(j, std::make_pair(alpha, beta));
     }
     const auto& [alpha, beta] = scales.at(j);
-    assign(i, binary(binary(acc[i], "*", kProduct, alpha), "+", kSum, binary(blk[i], "*", kProduct, beta)));
+    // The block's own state is NaN where its max is -inf (exp(-inf - -inf):
+    // a row with no valid or unmasked position): it counts as empty there.
+    Value blk_i = where(compare(blk[j], "==", literal(neg_inf)), literal(0), blk[i]);
+    assign(i, binary(binary(acc[i], "*", kProduct, alpha), "+", kSum, binary(blk_i, "*", kProduct, beta)));
   }
   // welford-mean over count N: the count-weighted mean (0 while N is 0).
   for (size_t i = 0; i < n; ++i) {

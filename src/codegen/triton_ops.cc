@@ -83,6 +83,19 @@ TileTuple emit_Sub(KernelEmitter& k, NodeId, Kids kids) {
 }
 TileTuple emit_Mul(KernelEmitter& k, NodeId, Kids kids) {
   const Value &a = one(kids, 0), &b = one(kids, 1);
+  if (a.dtype == DType::Bool && b.dtype == DType::Bool && !a.literal && !b.literal) {
+    // A conjunction of masks (`(mul (le t s) (lt (sub s t) W))`): stays boolean.
+    const Value* args[] = {&a, &b};
+    Value v;
+    v.dims = k.union_dims(args);
+    v.dtype = DType::Bool;
+    auto side = [&](const Value& x) {
+      Expr e = k.expand(x, v.dims);
+      return e.prec > kAnd ? e.text : "(" + e.text + ")";
+    };
+    v.expr = Expr{side(a) + " & " + side(b), kAnd};
+    return single(v);
+  }
   Value v = k.binary(a, "*", kProduct, b);
   // Zero times a finite value: zero-padded values come from loads of finite
   // data, and literals other than inf and nan are finite.

@@ -73,8 +73,15 @@ std::string dtype_torch(DType t) {
 }
 
 double fold_literal(const Program& p, NodeId n) {
+  std::vector<double> kids;
+  if (p.node(n).op != Op::Const)
+    for (NodeId c : p.children(n)) kids.push_back(fold_literal(p, c));
+  return constant_op(p, n, kids);
+}
+
+double constant_op(const Program& p, NodeId n, std::span<const double> kids) {
   const Node& node = p.node(n);
-  auto kid = [&](size_t i) { return fold_literal(p, p.children(n)[i]); };
+  auto kid = [&](size_t i) { return kids[i]; };
   switch (node.op) {
     case Op::Const:
       return attr_f64(node.attrs);
@@ -216,7 +223,10 @@ Value KernelEmitter::where(const Value& c, const Value& a0, const Value& b0) con
   out.dims = union_dims(args);
   const Value* branches[] = {&a, &b};
   out.dtype = arith_dtype(branches);
-  out.expr = Expr{"tl.where(" + expand(c, out.dims).text + ", " + expand(a, out.dims).text + ", " +
+  // A numeric condition selects where it is nonzero (as the interpreter does).
+  std::string cond = expand(c, out.dims).text;
+  if (c.dtype != DType::Bool && !c.literal) cond = at_least(expand(c, out.dims), kCmp + 1) + " != 0";
+  out.expr = Expr{"tl.where(" + cond + ", " + expand(a, out.dims).text + ", " +
                       expand(b, out.dims).text + ")",
                   kAtom};
   return out;

@@ -7,6 +7,8 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <string>
+#include <unordered_map>
 
 #include "cost/index_mask.h"
 #include "cost/summary.h"
@@ -20,6 +22,33 @@ using namespace cost;
 double pow2_at_least(double x) {
   if (x <= 1) return 1;
   return double(std::bit_ceil(uint64_t(std::ceil(x))));
+}
+
+// visited_blocks walks every grid block, and the minimization asks again
+// for each block-size choice of each candidate: extraction ranks thousands
+// of candidates with the same causal mask. The answer depends only on the
+// mask's content and the four sizes, which make the key.
+double visited_blocks_memo(const LoopMask& mask, double T, double Bt, double S, double Bg) {
+  thread_local std::unordered_map<std::string, double> memo;
+  std::string key;
+  auto put = [&](const auto& v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(mask.grid_axis);
+  for (const IndexPredicate& pr : mask.predicates) {
+    put(pr.cmp);
+    put(pr.constant);
+    put(pr.terms.size());
+    for (const IndexPredicate::Term& t : pr.terms) {
+      put(t.role);
+      put(t.coef);
+      put(t.extent);
+    }
+  }
+  put(T), put(Bt), put(S), put(Bg);
+  if (auto it = memo.find(key); it != memo.end()) return it->second;
+  if (memo.size() > (1u << 20)) memo.clear();  // bounded memory
+  double v = visited_blocks(mask, T, Bt, S, Bg);
+  memo.emplace(std::move(key), v);
+  return v;
 }
 
 // Per-axis quantities at one block-size choice. Rows come parents first
@@ -93,7 +122,7 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t) 
     if (l.mask) {
       int g = l.mask->grid_axis;
       double S = g >= 0 ? z.size[size_t(g)] : 1, Bg = g >= 0 ? z.block[size_t(g)] : 1;
-      double visited = visited_blocks(*l.mask, z.size[size_t(l.axis)], z.block[size_t(l.axis)], S, Bg);
+      double visited = visited_blocks_memo(*l.mask, z.size[size_t(l.axis)], z.block[size_t(l.axis)], S, Bg);
       trips = visited / (g >= 0 ? z.coords[size_t(g)] : 1.0);
       e.masked = true;
     }

@@ -129,7 +129,7 @@ std::optional<Axis> blocking_axis(const TensorType& t, Symbol d, int& count) {
 
 }  // namespace
 
-std::optional<LoopMask> find_loop_mask(const Program& p, const Kernel& k, int loop, const ProgramSummary& summary) {
+std::optional<LoopMaskTerms> find_loop_mask_terms(const Program& p, const Kernel& k, int loop) {
   const Loop& l = k.loops[size_t(loop)];
   NodeId body = p.children(l.preduce)[0];
   std::vector<NodeId> components;
@@ -141,9 +141,12 @@ std::optional<LoopMask> find_loop_mask(const Program& p, const Kernel& k, int lo
   std::vector<std::unordered_set<uint32_t>> reached(components.size());
   for (size_t i = 0; i < components.size(); ++i) reach(p, components[i], reached[i]);
 
-  LoopMask mask;
+  // Nodes in id order, so that the predicates come out in a fixed order.
+  std::vector<uint32_t> candidates(reached[0].begin(), reached[0].end());
+  std::sort(candidates.begin(), candidates.end());
+  LoopMaskTerms mask;
   bool any_loop_term = false;
-  for (uint32_t id : reached[0]) {
+  for (uint32_t id : candidates) {
     NodeId w{id};
     if (p.node(w).op != Op::Where) continue;
     auto kids = p.children(w);
@@ -174,12 +177,11 @@ std::optional<LoopMask> find_loop_mask(const Program& p, const Kernel& k, int lo
           term.role = 0;
           any_loop_term = true;
         } else if (count == 1 && a->level == 0 && std::find(k.grid.begin(), k.grid.end(), *a) != k.grid.end()) {
-          int gi = summary.axis_index(*a);
-          if (mask.grid_axis >= 0 && mask.grid_axis != gi) {
+          if (mask.grid_axis && *mask.grid_axis != *a) {
             ok = false;
             break;
           }
-          mask.grid_axis = gi;
+          mask.grid_axis = *a;
           term.role = 1;
         } else {
           ok = false;
@@ -187,10 +189,19 @@ std::optional<LoopMask> find_loop_mask(const Program& p, const Kernel& k, int lo
         }
         pred.terms.push_back(term);
       }
-      if (ok) mask.predicates.push_back(pred);
+      if (ok) mask.predicates.push_back({w, pred});
     }
   }
   if (mask.predicates.empty() || !any_loop_term) return std::nullopt;
+  return mask;
+}
+
+std::optional<LoopMask> find_loop_mask(const Program& p, const Kernel& k, int loop, const ProgramSummary& summary) {
+  std::optional<LoopMaskTerms> terms = find_loop_mask_terms(p, k, loop);
+  if (!terms) return std::nullopt;
+  LoopMask mask;
+  if (terms->grid_axis) mask.grid_axis = summary.axis_index(*terms->grid_axis);
+  for (const MaskedPredicate& mp : terms->predicates) mask.predicates.push_back(mp.predicate);
   return mask;
 }
 

@@ -5,10 +5,24 @@
 #pragma once
 
 #include <optional>
+#include <vector>
 
 #include "cost/summary.h"
 
 namespace eqf::cost {
+
+// The mask of loop `loop` of kernel `k` with each predicate's `where` node
+// and the grid axis by name: what code generation needs to bound the loop.
+// The analysis is find_loop_mask's (which maps the axis to its summary row).
+struct MaskedPredicate {
+  NodeId where;              // where(pred, X, literal) asserting the predicate
+  IndexPredicate predicate;  // role 0: the loop's dim, 1: the grid axis's dim, 2: a whole dim
+};
+struct LoopMaskTerms {
+  std::optional<Axis> grid_axis;  // the grid axis of the role-1 terms, if any
+  std::vector<MaskedPredicate> predicates;
+};
+std::optional<LoopMaskTerms> find_loop_mask_terms(const Program& p, const Kernel& k, int loop);
 
 // The mask of loop `loop` of kernel `k`, if any. `axis_index` maps an axis to
 // its row in the program summary.

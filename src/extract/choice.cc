@@ -221,7 +221,9 @@ bool OptionTable::allowed(EClassId c, const Option& o, uint8_t req) {
 
 void OptionTable::analyze(std::span<const EClassId> roots, uint8_t root_req) {
   // The (class, requirement) pairs the roots reach.
-  std::vector<std::pair<EClassId, uint8_t>> pairs, work;
+  std::vector<std::pair<EClassId, uint8_t>>& pairs = reached_;
+  std::vector<std::pair<EClassId, uint8_t>> work;
+  pairs.clear();
   std::vector<uint16_t> seen;
   auto visit = [&](EClassId c, uint8_t r) {
     c = g_.find(c);

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "eqiforge/egraph/egraph.h"
@@ -70,6 +71,8 @@ class OptionTable {
   void analyze(std::span<const EClassId> roots, uint8_t root_req);
   bool viable(EClassId c, uint8_t req);
   bool viable(EClassId c, const Option& o, uint8_t req);
+  // The (class, requirement) pairs analyze() found reachable from the roots.
+  std::span<const std::pair<EClassId, uint8_t>> reached() const { return reached_; }
 
  private:
   struct Entry {
@@ -88,6 +91,7 @@ class OptionTable {
   const EGraph& g_;
   ExtractLimits limits_;
   std::vector<Entry> entries_;
+  std::vector<std::pair<EClassId, uint8_t>> reached_;
 };
 
 }  // namespace eqf::extract

@@ -13,6 +13,7 @@
 #include "eqiforge/ir/diagnostic.h"
 #include "extract/build.h"
 #include "extract/choice.h"
+#include "extract/guide.h"
 #include "extract/partial.h"
 
 namespace eqf {
@@ -33,10 +34,103 @@ std::optional<ExtractMode> parse_extract_mode(std::string_view text) {
   return std::nullopt;
 }
 
+std::string_view extract_order_name(ExtractOrder o) {
+  switch (o) {
+    case ExtractOrder::BestFirst: return "best";
+    case ExtractOrder::BreadthFirst: return "bfs";
+    case ExtractOrder::DepthFirst: return "dfs";
+  }
+  return "best";
+}
+
+std::optional<ExtractOrder> parse_extract_order(std::string_view text) {
+  if (text == "best") return ExtractOrder::BestFirst;
+  if (text == "bfs") return ExtractOrder::BreadthFirst;
+  if (text == "dfs") return ExtractOrder::DepthFirst;
+  return std::nullopt;
+}
+
 namespace {
 
 using namespace extract;
 using Clock = std::chrono::steady_clock;
+
+// The partial programs waiting to be expanded, taken in the order's turn:
+// first in first out, last in first out, or smallest price first (ties: the
+// fewest holes, then the newest, which completes one program before
+// starting the next among equals).
+class Frontier {
+ public:
+  explicit Frontier(ExtractOrder order) : order_(order) {}
+
+  bool empty() const { return order_ == ExtractOrder::BestFirst ? heap_.empty() : queue_.empty(); }
+
+  void push(PartialProgram&& s, double price) {
+    if (order_ != ExtractOrder::BestFirst) {
+      queue_.push_back(std::move(s));
+      return;
+    }
+    uint32_t slot;
+    if (!free_.empty()) {
+      slot = free_.back();
+      free_.pop_back();
+      slots_[slot] = std::move(s);
+    } else {
+      slot = uint32_t(slots_.size());
+      slots_.push_back(std::move(s));
+    }
+    heap_.push(Entry{price, uint32_t(slots_[slot].holes.size()), seq_++, slot});
+  }
+
+  PartialProgram pop() {
+    PartialProgram s;
+    switch (order_) {
+      case ExtractOrder::BreadthFirst:
+        s = std::move(queue_.front());
+        queue_.pop_front();
+        break;
+      case ExtractOrder::DepthFirst:
+        s = std::move(queue_.back());
+        queue_.pop_back();
+        break;
+      case ExtractOrder::BestFirst: {
+        uint32_t slot = heap_.top().slot;
+        heap_.pop();
+        s = std::move(slots_[slot]);
+        free_.push_back(slot);
+        break;
+      }
+    }
+    return s;
+  }
+
+  // Depth-first pops the last child first: reversing the children just
+  // pushed keeps the options' order.
+  size_t mark() const { return queue_.size(); }
+  void children_pushed(size_t mark) {
+    if (order_ == ExtractOrder::DepthFirst) std::reverse(queue_.begin() + long(mark), queue_.end());
+  }
+
+ private:
+  struct Entry {
+    double price;
+    uint32_t holes;
+    uint64_t seq;
+    uint32_t slot;
+    // std::priority_queue keeps the largest on top: "larger" = taken later.
+    bool operator<(const Entry& o) const {
+      if (price != o.price) return price > o.price;
+      if (holes != o.holes) return holes > o.holes;
+      return seq < o.seq;
+    }
+  };
+  ExtractOrder order_;
+  std::deque<PartialProgram> queue_;
+  std::vector<PartialProgram> slots_;
+  std::vector<uint32_t> free_;
+  std::priority_queue<Entry> heap_;
+  uint64_t seq_ = 0;
+};
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -53,6 +147,10 @@ class Enumerator {
              const ExtractOptions& options)
       : g_(g), roots_(roots.begin(), roots.end()), outputs_(outputs), opt_(options), table_(g, options.limits),
         filler_(table_) {
+    if (opt_.order == ExtractOrder::BestFirst) {
+      guide_.emplace(g_, table_, opt_.cost->target());
+      filler_.set_guide(&*guide_);
+    }
     for (EClassId& r : roots_) r = g_.find(r);
     for (EClassId r : roots_) {
       const Type& t = g_.type(r).get();
@@ -92,30 +190,37 @@ class Enumerator {
     return n;
   }
 
+  // The guide's price of a partial program: what it spent plus the cheapest
+  // completion of each hole.
+  double guide_price(const PartialProgram& s) const {
+    double p = s.spent;
+    for (const Hole& h : s.holes) p += guide_->to_go(EClassId(h.cls), h.req);
+    return p;
+  }
+
   void enumerate(Clock::time_point start) {
     ExtractStats& st = out_.stats;
     table_.analyze(roots_, kMaterial | kRoot);
+    if (guide_) guide_->analyze();
     PartialProgram init;
     bool ok = true;
     for (EClassId r : roots_) ok = filler_.require(init, r, kMaterial | kRoot) && ok;
     if (!ok) return;  // some output has no valid filling at all
-    std::deque<PartialProgram> work;
-    work.push_back(std::move(init));
+    Frontier work(opt_.order);
+    double init_price = guide_ ? guide_price(init) : 0;
+    work.push(std::move(init), init_price);
     while (!work.empty()) {
-      PartialProgram s;
-      if (opt_.depth_first) {
-        s = std::move(work.back());
-        work.pop_back();
-      } else {
-        s = std::move(work.front());
-        work.pop_front();
-      }
+      PartialProgram s = work.pop();
       if (pruning() && lower_bound(s.kernels, s.input_bytes) > kth_best()) {
         ++st.pruned;
         continue;
       }
       if (s.complete()) {
         complete(s);
+        if (opt_.max_candidates > 0 && feasible_found_ >= opt_.max_candidates) {
+          st.enough = true;
+          break;
+        }
         continue;
       }
       if (st.states_expanded >= opt_.max_states) {
@@ -132,7 +237,7 @@ class Enumerator {
       const Hole hole = s.holes.front();
       EClassId c(hole.cls);
       std::span<const Option> options = table_.options(c);
-      size_t first_child = work.size();
+      size_t mark = work.mark();
       for (uint32_t i = 0; i < options.size(); ++i) {
         const Option& o = options[i];
         if (!table_.viable(c, o, hole.req)) continue;
@@ -153,10 +258,34 @@ class Enumerator {
           ++st.dead_ends;
           continue;
         }
-        work.push_back(std::move(child));
+        double price = 0;
+        if (guide_) {
+          child.spent += guide_->price(c, i);
+          price = guide_price(child);
+          // Some tile of it fits no block sizes: never feasible.
+          if (price == std::numeric_limits<double>::infinity()) {
+            ++st.pruned;
+            continue;
+          }
+        }
+        if (guide_ && opt_.fanout > 0) {
+          children_.push_back({price, std::move(child)});
+          continue;
+        }
+        work.push(std::move(child), price);
       }
-      // Depth-first pops the last child first; keep the options' order.
-      if (opt_.depth_first) std::reverse(work.begin() + long(first_child), work.end());
+      if (!children_.empty()) {
+        // Only the cheapest few fillings of the hole go on (stable: the
+        // options' order breaks ties).
+        std::stable_sort(children_.begin(), children_.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (size_t k = 0; k < children_.size(); ++k) {
+          if (k < opt_.fanout) work.push(std::move(children_[k].second), children_[k].first);
+          else ++st.pruned;
+        }
+        children_.clear();
+      }
+      work.children_pushed(mark);
     }
   }
 
@@ -171,13 +300,16 @@ class Enumerator {
       return;
     }
     ++st.distinct;
-    Candidate cand{std::move(p), std::move(lowered), s.key.a, std::nullopt};
-    if (pruning()) {
+    Candidate cand{std::move(p), std::move(lowered), s.key.a, std::nullopt, s.spent};
+    if (opt_.cost && (pruning() || opt_.max_candidates > 0)) {
       cand.estimate = opt_.cost->estimate(cand.program, cand.lowered);
       if (cand.estimate->feasible) {
+        ++feasible_found_;
         best_.push(cand.estimate->seconds);
         if (best_.size() > opt_.prune_k) best_.pop();
       }
+    } else {
+      ++feasible_found_;  // without a cost model every valid candidate counts
     }
     out_.candidates.push_back(std::move(cand));
   }
@@ -203,6 +335,9 @@ class Enumerator {
   const ExtractOptions& opt_;
   OptionTable table_;
   Filler filler_;
+  std::optional<CostGuide> guide_;  // best-first order only
+  size_t feasible_found_ = 0;
+  std::vector<std::pair<double, PartialProgram>> children_;  // best-first with a fan-out
   double output_bytes_ = 0;
   std::unordered_set<Key, KeyHash> seen_, after_keys_;
   std::priority_queue<double> best_;  // the k best feasible estimates (largest on top)
@@ -224,6 +359,8 @@ ExtractResult extract_candidates(const EGraph& g, std::span<const EClassId> root
       throw Error("extraction: output " + std::string(outputs[i].name.str()) + " has type " +
                   type_text(t, &g.dims()) + "; an output is a tensor with no parallel axes");
   }
+  if (options.order == ExtractOrder::BestFirst && !options.cost)
+    throw Error("extraction: best-first order needs a cost model (or choose breadth-first)");
   return Enumerator(g, roots, outputs, options).run();
 }
 

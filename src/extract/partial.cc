@@ -1,5 +1,7 @@
 #include "extract/partial.h"
 
+#include "extract/guide.h"
+
 #include <algorithm>
 
 namespace eqf::extract {
@@ -27,25 +29,37 @@ Filled* PartialProgram::find(uint32_t cls) {
   return const_cast<Filled*>(static_cast<const PartialProgram*>(this)->find(cls));
 }
 
-bool Filler::require(PartialProgram& s, EClassId c, uint8_t req) {
+void Filler::charge_recompute(PartialProgram& s, EClassId c, uint8_t req, uint32_t first_scope, uint32_t scope) {
+  if (!guide_ || scope == first_scope || table_.facts(c).global || table_.facts(c).literal) return;
+  s.spent += guide_->to_go(c, req);
+}
+
+bool Filler::require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope) {
   if (Filled* f = s.find(c.v)) {
+    charge_recompute(s, c, f->req | req, f->scope, scope);
     uint8_t now = f->req | req;
     if (now == f->req) return true;
     const Option& o = table_.options(c)[f->option];
     if (!table_.allowed(c, o, now)) return false;
     f->req = now;
     uint8_t child = table_.child_req(o, now);
+    uint32_t child_scope = scope_below(c, o, f->scope);
     for (EClassId k : o.children)
-      if (!require(s, k, child)) return false;
+      if (!require(s, k, child, child_scope)) return false;
     return true;
   }
   for (Hole& h : s.holes)
     if (h.cls == c.v) {
+      charge_recompute(s, c, h.req | req, h.scope, scope);
       h.req |= req;
       return table_.viable(c, h.req);
     }
-  s.holes.push_back(Hole{c.v, req});
+  s.holes.push_back(Hole{c.v, req, scope});
   return table_.viable(c, req);
+}
+
+uint32_t Filler::scope_below(EClassId c, const Option& o, uint32_t scope) const {
+  return o.kernel_root || o.op == Op::PReduce ? c.v : scope;
 }
 
 bool Filler::reaches(const PartialProgram& s, uint32_t from, uint32_t target) {
@@ -76,13 +90,14 @@ bool Filler::fill_first_hole(PartialProgram& s, uint32_t option, double input_by
   s.holes.erase(s.holes.begin());
   auto at = std::lower_bound(s.filled.begin(), s.filled.end(), h.cls,
                              [](const Filled& f, uint32_t cls) { return f.cls < cls; });
-  s.filled.insert(at, Filled{h.cls, option, h.req});
+  s.filled.insert(at, Filled{h.cls, option, h.req, h.scope});
   s.key = s.key.plus(c, o.canon);
   s.kernels += o.kernel_root ? 1 : 0;
   s.input_bytes += input_bytes;
   uint8_t child = table_.child_req(o, h.req);
+  uint32_t child_scope = scope_below(c, o, h.scope);
   for (EClassId k : o.children)
-    if (!require(s, k, child)) return false;
+    if (!require(s, k, child, child_scope)) return false;
   return true;
 }
 

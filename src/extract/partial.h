@@ -21,14 +21,22 @@ struct KeyHash {
   size_t operator()(const Key& k) const { return size_t(k.a ^ (k.b * 0x9E3779B97F4A7C15ull)); }
 };
 
+// The scope a class is computed in: the nearest loop (a preduce) or kernel
+// root above the use that first reached it. A tile reached again from
+// another scope is computed again there (kernel formation does not keep
+// values across loops or kernels), which the guide charges.
+inline constexpr uint32_t kNoScope = 0xFFFFFFFFu;
+
 struct Filled {
   uint32_t cls;
   uint32_t option;  // index into the class's options
   uint8_t req;
+  uint32_t scope = kNoScope;
 };
 struct Hole {
   uint32_t cls;
   uint8_t req;
+  uint32_t scope = kNoScope;
 };
 
 struct PartialProgram {
@@ -37,6 +45,7 @@ struct PartialProgram {
   Key key;
   uint32_t kernels = 0;        // kernel roots among the filled classes
   double input_bytes = 0;      // bytes of the inputs the filled classes read
+  double spent = 0;            // the guide's prices of the filled classes (best-first)
 
   const Filled* find(uint32_t cls) const;
   Filled* find(uint32_t cls);
@@ -44,14 +53,20 @@ struct PartialProgram {
 };
 
 // Operations that need the e-graph's options.
+class CostGuide;
+
 class Filler {
  public:
   explicit Filler(OptionTable& table) : table_(table) {}
+  // With a guide, a tile reached again from another scope adds its cheapest
+  // subprogram's price to the partial program's `spent`.
+  void set_guide(const CostGuide* guide) { guide_ = guide; }
 
-  // Adds requirement `req` on class c: a filled class must allow it (and
-  // passes it on to its children), a hole accumulates it, a new class
-  // becomes a hole. False when a filled class's option is not allowed.
-  bool require(PartialProgram& s, EClassId c, uint8_t req);
+  // Adds requirement `req` on class c, used from `scope`: a filled class
+  // must allow it (and passes it on to its children), a hole accumulates it,
+  // a new class becomes a hole. False when a filled class's option is not
+  // allowed.
+  bool require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope = kNoScope);
 
   // Fills s's oldest hole with option `option` of its class. False when the
   // filling closes a cycle or breaks a requirement (s is then unusable).
@@ -59,7 +74,10 @@ class Filler {
 
  private:
   bool reaches(const PartialProgram& s, uint32_t from, uint32_t target);
+  uint32_t scope_below(EClassId c, const Option& o, uint32_t scope) const;
+  void charge_recompute(PartialProgram& s, EClassId c, uint8_t req, uint32_t first_scope, uint32_t scope);
   OptionTable& table_;
+  const CostGuide* guide_ = nullptr;
   std::vector<uint32_t> stack_, visited_;
 };
 

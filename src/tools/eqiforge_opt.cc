@@ -9,6 +9,7 @@
 #include "tools/verbs_egraph.h"
 #include "tools/verbs_rules.h"
 #include "tools/verbs_extract.h"
+#include "tools/verb_util.h"
 
 namespace eqf::cli {
 namespace {
@@ -89,14 +90,20 @@ const std::vector<Verb>& verb_table() {
       {.name = "emit",
        .operands = "FILE",
        .num_operands = 1,
-       .summary = "emit the Triton module (kernels and a host function) of a tiled program",
-       .details = "FILE is a type-checked tiled program. The module's forward(*inputs) takes the inputs in\n"
-                  "declared order as torch tensors and returns a tuple of the outputs; block sizes, num_warps\n"
-                  "and num_stages are its keyword arguments. Written to standard output unless -o is given.",
-       .options = {{.name = "-o", .value_name = "FILE", .help = "write the module to FILE"},
-                   {.name = "--unit-axes",
-                    .value_name = "AXES",
-                    .help = "axes fixed to block size 1, e.g. h.0,g.0, or none (default: batch dims of tile_matmul)"}},
+       .summary = "emit the Triton module (kernels and a host function) of a program or of a ranked candidate",
+       .details = "Without --candidate, FILE is emitted as written (a tiled program, or a naive one as one\n"
+                  "program on whole tiles). --candidate K emits the K-th candidate (1 = best) that `extract`\n"
+                  "ranks for FILE, with the same e-graph and extraction options (--also, --rules, --order, ...);\n"
+                  "K past the number of candidates is an error that says how many there are. The module's\n"
+                  "forward(*inputs) takes the inputs in declared order as torch tensors and returns a tuple of\n"
+                  "the outputs; block sizes, num_warps and num_stages are its keyword arguments. Written to\n"
+                  "standard output unless -o is given.",
+       .options = with_extract_options(
+           {{.name = "-o", .value_name = "FILE", .help = "write the module to FILE"},
+            {.name = "--candidate", .value_name = "K", .help = "emit the K-th ranked candidate of FILE's extraction"},
+            {.name = "--unit-axes",
+             .value_name = "AXES",
+             .help = "axes fixed to block size 1, e.g. h.0,g.0, or none (default: batch dims of tile_matmul)"}}),
        .run = verb_emit},
       {.name = "extract",
        .operands = "FILE",
@@ -106,23 +113,15 @@ const std::vector<Verb>& verb_table() {
                   "(--rules: the rule library's default schedule, a registered set, or none), extracts the\n"
                   "valid candidates (--mode early: early compression; after: de-duplicate at the end; none:\n"
                   "every complete program) and ranks them by the optimistic bound for --target (default h200).\n"
+                  "--order best expands the cheapest partial programs first (by the cost guide) and stops\n"
+                  "after --candidates feasible ones; bfs enumerates level by level, as the paper measures.\n"
                   "--json prints {\"states_expanded\", \"complete_built\", \"distinct\", \"seconds\",\n"
                   "\"candidates\": [...]}, each candidate with its kernels, grid and loop axes, estimate and\n"
                   "the block sizes of that estimate.",
-       .options = {{.name = "--mode", .value_name = "MODE", .help = "early (default), after or none"},
-                   {.name = "--top", .value_name = "K", .help = "print the K best candidates (default 10)"},
-                   {.name = "--target", .value_name = "NAME", .help = "hardware profile: h200 (default), h100, a100, rtx5090, or a .json path"},
-                   {.name = "--json", .value_name = "", .help = "print one JSON object"},
-                   {.name = "--programs", .value_name = "", .help = "print each candidate's program"},
-                   {.name = "--also", .value_name = "FILE", .help = "an equivalent program to unite with FILE", .repeatable = true},
-                   {.name = "--rules", .value_name = "SET", .help = "default (the library's schedule), none, or a rule set"},
-                   {.name = "--node-limit", .value_name = "N", .help = "saturation stops past N e-nodes (default 200000)"},
-                   {.name = "--sat-time-limit", .value_name = "S", .help = "saturation stops after S seconds (default 60)"},
-                   {.name = "--prune", .value_name = "K", .help = "drop partial programs whose bound exceeds the K-th best (default 0: off)"},
-                   {.name = "--max-states", .value_name = "N", .help = "stop after N expanded partial programs (default 5000000)"},
-                   {.name = "--time-limit", .value_name = "S", .help = "stop extraction after S seconds (default 600)"},
-                   {.name = "--depth-first", .value_name = "", .help = "expand depth-first instead of breadth-first"},
-                   {.name = "--no-cost", .value_name = "", .help = "no cost model: candidates in the order found"}},
+       .options = with_extract_options(
+           {{.name = "--top", .value_name = "K", .help = "print the K best candidates (default 10)"},
+            {.name = "--json", .value_name = "", .help = "print one JSON object"},
+            {.name = "--programs", .value_name = "", .help = "print each candidate's program"}}),
        .run = verb_extract},
       {.name = "rules",
        .operands = "",

@@ -62,76 +62,16 @@ std::string axes_text(const std::vector<Axis>& axes) {
   return out.empty() ? "-" : out;
 }
 
-struct Saturation {
-  bool ran = false;
-  RunReport report;
-};
-
-// The e-graph of FILE: its program, the --also programs united output by
-// output, then saturated under the rules asked for.
-Saturation build_egraph(const Args& args, const Program& p, EGraph& g, std::vector<EClassId>& roots) {
-  roots = load_program(g, p);
-  for (const std::string& path : args.values("--also")) {
-    Program other = parse_and_check_file(path);
-    std::vector<EClassId> more = load_program(g, other);
-    if (other.outputs().size() != p.outputs().size())
-      throw Error(path, {}, "--also program has " + std::to_string(other.outputs().size()) + " outputs; " +
-                                args.operand(0) + " has " + std::to_string(p.outputs().size()));
-    for (size_t i = 0; i < more.size(); ++i) {
-      // Outputs pair by name, so the programs may list them in any order.
-      size_t j = 0;
-      while (j < p.outputs().size() && p.outputs()[j].name != other.outputs()[i].name) ++j;
-      if (j == p.outputs().size())
-        throw Error(path, other.outputs()[i].loc,
-                    "--also program's output " + std::string(other.outputs()[i].name.str()) + " is not an output of " +
-                        args.operand(0));
-      if (g.type(more[i]) != g.type(roots[j]))
-        throw Error(path, other.outputs()[i].loc,
-                    "--also program's output " + std::string(other.outputs()[i].name.str()) + " has type " +
-                        type_text(g.type(more[i]).get(), &g.dims()) + "; expected " +
-                        type_text(g.type(roots[j]).get(), &g.dims()));
-      g.merge(roots[j], more[i]);
-    }
-  }
-  g.rebuild();
-  Saturation sat;
-  std::string rules = args.value("--rules").value_or("default");
-  if (rules != "none") {
-    Runner runner(g);
-    runner.with_node_limit(size_t(args.integer("--node-limit", 200'000, 1, int64_t(1) << 40)))
-        .with_time_limit(seconds_option(args, "--sat-time-limit", 60));
-    if (rules == "default") {
-      add_rule_library(runner);
-    } else {
-      register_rule_sets();
-      runner.with_rules(rules, rule_set(rules));
-    }
-    sat.report = runner.run();
-    sat.ran = true;
-  }
-  for (EClassId& r : roots) r = g.find(r);
-  return sat;
-}
-
 }  // namespace
 
 int verb_extract(const Args& args) {
   Program p = load_checked(args.operand(0));
-  ExtractOptions opt;
-  std::string mode = args.value("--mode").value_or("early");
-  std::optional<ExtractMode> m = parse_extract_mode(mode);
-  if (!m) throw UsageError("--mode expects early, after or none, got '" + mode + "'");
-  opt.mode = *m;
-  opt.max_states = args.unsigned_integer("--max-states", opt.max_states);
-  opt.time_limit_s = seconds_option(args, "--time-limit", opt.time_limit_s);
-  opt.prune_k = size_t(args.unsigned_integer("--prune", 0));
-  opt.depth_first = args.has("--depth-first");
-  opt.program_name = std::string(p.name.str());
+  // Options, e-graph and extraction as `emit --candidate` builds them (verb_util.h).
+  ExtractSetup setup;
+  read_extract_options(args, p, setup);
+  const ExtractOptions& opt = setup.options;
+  const CostModel* cost = setup.cost.get();
   const size_t top = size_t(args.unsigned_integer("--top", 10));
-
-  std::optional<CostModel> cost;
-  if (!args.has("--no-cost")) cost.emplace(load_target(args.value("--target").value_or("h200")));
-  opt.cost = cost ? &*cost : nullptr;
 
   EGraph g;
   std::vector<EClassId> roots;
@@ -142,7 +82,8 @@ int verb_extract(const Args& args) {
 
   if (args.has("--json")) {
     std::ostringstream o;
-    o << "{\"mode\": " << quoted(extract_mode_name(opt.mode)) << ", \"states_expanded\": " << st.states_expanded
+    o << "{\"mode\": " << quoted(extract_mode_name(opt.mode)) << ", \"order\": " << quoted(extract_order_name(opt.order))
+      << ", \"enough\": " << (st.enough ? "true" : "false") << ", \"states_expanded\": " << st.states_expanded
       << ", \"complete_built\": " << st.complete_built << ", \"distinct\": " << st.distinct
       << ", \"seconds\": " << num(st.seconds) << ", \"enumerate_seconds\": " << num(st.enumerate_seconds)
       << ", \"rank_seconds\": " << num(st.rank_seconds) << ", \"skipped_equivalent\": " << st.skipped_equivalent
@@ -163,7 +104,9 @@ int verb_extract(const Args& args) {
       o << ", \"key\": " << quoted(key);
       if (c.estimate) {
         const ProgramEstimate& e = *c.estimate;
-        o << ", \"estimated_us\": " << num(e.seconds * 1e6) << ", \"block_sizes\": {";
+        o << ", \"estimated_us\": " << num(e.seconds * 1e6);
+        if (opt.order == ExtractOrder::BestFirst) o << ", \"guide_us\": " << num(c.guide_seconds * 1e6);
+        o << ", \"block_sizes\": {";
         size_t j = 0;
         for (const auto& [axis, b] : e.blocks) o << (j++ ? ", " : "") << quoted(axis.name()) << ": " << b;
         o << "}";
@@ -215,6 +158,7 @@ int verb_extract(const Args& args) {
       std::printf("  %.2f us  blocks:", c.estimate->seconds * 1e6);
       for (const auto& [axis, b] : c.estimate->blocks) std::printf(" %s=%lld", axis.name().c_str(), (long long)b);
     }
+    if (opt.order == ExtractOrder::BestFirst) std::printf("  (guide %.2f us)", c.guide_seconds * 1e6);
     std::printf("\n");
     for (size_t k = 0; k < c.lowered.kernels.size(); ++k) {
       const Kernel& kern = c.lowered.kernels[k];

@@ -22,6 +22,7 @@ ExtractResult run(United& u, ExtractMode mode = ExtractMode::Early, const CostMo
   ExtractOptions o;
   o.mode = mode;
   o.cost = cost;
+  o.order = cost ? ExtractOrder::BestFirst : ExtractOrder::BreadthFirst;
   return extract_candidates(u.g, u.roots, u.naive.outputs(), o);
 }
 

@@ -19,7 +19,7 @@ ExtractResult run(United& u, ExtractMode mode, bool depth_first = false, const C
                   size_t prune = 0) {
   ExtractOptions o;
   o.mode = mode;
-  o.depth_first = depth_first;
+  o.order = depth_first ? ExtractOrder::DepthFirst : ExtractOrder::BreadthFirst;
   o.cost = cost;
   o.prune_k = prune;
   return extract_candidates(u.g, u.roots, u.naive.outputs(), o);
@@ -78,6 +78,7 @@ TEST(ExtractModes, StateLimitStopsPlainEnumeration) {
   u.add_redundant_forms(3);
   ExtractOptions o;
   o.mode = ExtractMode::None;
+  o.order = ExtractOrder::BreadthFirst;
   o.max_states = 100;
   ExtractResult r = extract_candidates(u.g, u.roots, u.naive.outputs(), o);
   EXPECT_TRUE(r.stats.limit_hit);

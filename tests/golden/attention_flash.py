@@ -93,8 +93,8 @@ def o_kernel(
         m_new = tl.maximum(m, m_blk)
         alpha = tl.where(m == float("-inf"), 0.0, tl.exp(m - m_new))
         beta = tl.where(m_blk == float("-inf"), 0.0, tl.exp(m_blk - m_new))
-        state_1 = state_1 * alpha + state_1_blk * beta
-        state_2 = state_2 * alpha[:, None] + dot_2 * beta[:, None]
+        state_1 = state_1 * alpha + tl.where(m_blk == float("-inf"), 0.0, state_1_blk) * beta
+        state_2 = state_2 * alpha[:, None] + tl.where((m_blk == float("-inf"))[:, None], 0.0, dot_2) * beta[:, None]
         m = m_new
     tl.store(
         o_ptr + offs_h * stride_o_h + offs_s[:, None] * stride_o_s + offs_f[None, :] * stride_o_f,

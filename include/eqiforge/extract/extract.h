@@ -10,8 +10,8 @@
 // is filled one way (an e-node, or a chain of e-nodes, see below), so a value
 // used twice is computed once. The e-graph must be clean().
 //
-// Partial programs. Extraction expands partial programs breadth-first from
-// the result classes: a partial program has chosen how to fill some classes;
+// Partial programs. Extraction expands partial programs from the result
+// classes (in an order, below): a partial program has chosen how to fill some classes;
 // the classes it reaches but has not filled yet are its holes. Expanding one
 // fills its oldest hole every valid way. How a class may be filled depends on
 // where it is used (validity.h: the requirements), which is what keeps every
@@ -44,6 +44,14 @@
 // All three output the same ≈-classes of candidates; `none` and `after` stop
 // at the state limit on e-graphs whose programs are too many to build.
 //
+// Order. Breadth-first is Algorithm 1 as the paper states it; it completes
+// nothing until the frontier has filled every level, which on a saturated
+// e-graph is never. Best-first (the default) takes the partial program with
+// the smallest guide price first (extract/guide.h: the prices of its
+// fillings plus the cheapest completion of each hole), so cheap candidates
+// complete first and `max_candidates` ends the search. Early compression
+// works the same in every order: a key seen once is never expanded again.
+//
 // Cost pruning (with a cost model and prune_k > 0): a partial program whose
 // optimistic bound -- one launch per kernel it already has plus the
 // compulsory traffic of its inputs and outputs at full bandwidth -- exceeds
@@ -66,15 +74,27 @@
 namespace eqf {
 
 enum class ExtractMode { None, After, Early };
+enum class ExtractOrder { BestFirst, BreadthFirst, DepthFirst };
+std::string_view extract_order_name(ExtractOrder o);          // "best", "bfs", "dfs"
+std::optional<ExtractOrder> parse_extract_order(std::string_view text);
 std::string_view extract_mode_name(ExtractMode m);           // "none", "after", "early"
 std::optional<ExtractMode> parse_extract_mode(std::string_view text);
 
 struct ExtractOptions {
   ExtractMode mode = ExtractMode::Early;
   ExtractLimits limits;
-  // Expansion order: breadth-first (the paper's) or depth-first (finds
-  // complete candidates sooner, which helps cost pruning).
-  bool depth_first = false;
+  // Expansion order: best-first by the cost guide (extract/guide.h: cheap
+  // programs complete first; needs a cost model), breadth-first (the
+  // paper's), or depth-first.
+  ExtractOrder order = ExtractOrder::BestFirst;
+  // Stop once this many feasible candidates were found (0: no limit). With
+  // best-first order these are the cheapest the guide sees.
+  size_t max_candidates = 0;
+  // Best-first only: expanding a hole keeps its `fanout` cheapest fillings
+  // (0: all). Saturated e-graphs hold long runs of fillings the guide
+  // prices alike; the fan-out bounds the frontier, at the price of
+  // completeness (breadth-first stays exhaustive).
+  size_t fanout = 0;
   // Stop after this many partial programs were expanded, or this much time
   // (the stats say which limit was hit).
   uint64_t max_states = 5'000'000;
@@ -98,6 +118,7 @@ struct ExtractStats {
   uint64_t infeasible = 0;         // valid candidates whose tiles fit no block sizes
   bool limit_hit = false;          // max_states or time_limit_s stopped the expansion
   std::string limit;               // which: "states" or "time"
+  bool enough = false;             // max_candidates feasible candidates were found
   double enumerate_seconds = 0;    // expansion, building, de-duplication and validity
   double rank_seconds = 0;         // cost estimates and sorting
   double seconds = 0;              // both
@@ -108,6 +129,7 @@ struct Candidate {
   LoweredProgram lowered;                 // its kernels
   uint64_t key = 0;                       // its ≈-class (equal keys, equivalent candidates)
   std::optional<ProgramEstimate> estimate;  // with a cost model
+  double guide_seconds = 0;               // the guide's price (best-first order; extract/guide.h)
 };
 
 struct ExtractResult {

@@ -1,0 +1,257 @@
+// Loop bounds from index masks (DESIGN §6): a loop over key blocks whose
+// every accumulator reads `where(pred, X, c)`, with pred comparing iota
+// indices (causal `t <= s`, a sliding window `s - t < W`), visits only the
+// blocks where pred can hold for some position of the program's tile. The
+// analysis of the mask is the cost model's (cost/index_mask.h); this file
+// adds the two things code generation needs on top of it:
+//   - a proof that skipping is exact: with pred false on a whole block, the
+//     block's contribution to every accumulator is the reduction's identity
+//     (a constant evaluation of the loop body with the where replaced by c);
+//   - the bounds as expressions of the program ids and block sizes, which
+//     stay correct for ragged blocks (a superset of the blocks that matter:
+//     blocks the bounds keep still apply the mask).
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include "codegen/triton_emit.h"
+#include "cost/index_mask.h"
+
+namespace eqf::codegen {
+namespace {
+
+// The value of a node on a block where one `where` takes its literal branch
+// everywhere: a constant, or unknown. Only constants over the whole block
+// count, so loads, contractions and nested loops are unknown.
+class BlockConstants {
+ public:
+  BlockConstants(const Program& p, NodeId where) : p_(p), where_(where) {}
+
+  std::optional<double> eval(NodeId n) {
+    if (auto it = memo_.find(n.v); it != memo_.end()) return it->second;
+    std::optional<double> v = compute(n);
+    memo_.emplace(n.v, v);
+    return v;
+  }
+
+ private:
+  std::optional<double> compute(NodeId n) {
+    const Node& node = p_.node(n);
+    auto kids = p_.children(n);
+    if (n == where_) return fold_literal(p_, kids[2]);
+    const Type& t = p_.type(n).get();
+    if (!t.is_tuple && t.tensor().literal) return fold_literal(p_, n);
+    switch (node.op) {
+      case Op::Replicate:  // the same tile at every coordinate: an alias
+        return eval(kids[0]);
+      case Op::Proj: {
+        NodeId tuple = kids[0];
+        if (p_.node(tuple).op != Op::Tuple) return std::nullopt;
+        return eval(p_.children(tuple)[size_t(node.attrs[0])]);
+      }
+      case Op::Where: {
+        if (std::optional<double> c = eval(kids[0])) return eval(*c != 0 ? kids[1] : kids[2]);
+        std::optional<double> a = eval(kids[1]), b = eval(kids[2]);
+        if (a && b && (*a == *b || (std::isnan(*a) && std::isnan(*b)))) return a;
+        return std::nullopt;
+      }
+      case Op::Reduce: {
+        // Over a block's valid positions (at least one): max of a constant is
+        // that constant, a sum of zeros is zero.
+        RedId r = attr_red(node.attrs, 1);
+        std::optional<double> x = eval(kids[0]);
+        if (!x) return std::nullopt;
+        if (r == RedId::max()) return x;
+        if (r == RedId::add() && *x == 0) return 0.0;
+        return std::nullopt;
+      }
+      default:
+        break;
+    }
+    if (!op_has(node.op, kPointwise)) return std::nullopt;
+    std::vector<double> values;
+    for (NodeId c : kids) {
+      std::optional<double> v = eval(c);
+      if (!v) return std::nullopt;
+      values.push_back(*v);
+    }
+    return constant_op(p_, n, values);
+  }
+
+  const Program& p_;
+  NodeId where_;
+  std::unordered_map<uint32_t, std::optional<double>> memo_;
+};
+
+// Whether a block on which `where` takes its literal branch everywhere adds
+// nothing to the loop's state: each component is its reduction's identity,
+// or (exp-sum) its max component is -inf, which the merge counts as empty.
+bool skipping_is_exact(const Program& p, const Loop& loop, NodeId where) {
+  NodeId body = p.children(loop.preduce)[0];
+  std::vector<NodeId> parts;
+  if (p.node(body).op == Op::Tuple)
+    for (NodeId c : p.children(body)) parts.push_back(c);
+  else
+    parts.push_back(body);
+  if (parts.size() != loop.accumulators.size()) return false;
+  BlockConstants block(p, where);
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const RedComponent& c = loop.accumulators[i].red;
+    std::optional<double> v;
+    switch (c.repair) {
+      case Repair::None:
+        v = block.eval(parts[i]);
+        if (!v || *v != (c.base == RedBase::Max ? neg_inf : 0.0)) return false;
+        break;
+      case Repair::ExpSum:
+        if (c.arg0 >= parts.size() || loop.accumulators[c.arg0].red.base != RedBase::Max) return false;
+        v = block.eval(parts[c.arg0]);
+        if (!v || *v != neg_inf) return false;
+        break;
+      default:  // Welford merges weigh by counts: not proved here
+        return false;
+    }
+  }
+  return true;
+}
+
+bool is_small_integer(double x) { return std::abs(x - std::round(x)) < 1e-9 && std::abs(x) < 1e9; }
+
+// An integer linear form over non-negative quantities (Python expressions).
+struct Sum {
+  std::vector<std::pair<std::string, int64_t>> terms;
+  int64_t constant = 0;
+
+  void add(const std::string& q, int64_t c) {
+    if (c == 0) return;
+    for (auto& [name, k] : terms)
+      if (name == q) {
+        k += c;
+        return;
+      }
+    terms.push_back({q, c});
+  }
+  void add(const Sum& o, int64_t scale) {
+    for (const auto& [q, c] : o.terms) add(q, c * scale);
+    constant += o.constant * scale;
+  }
+  bool is_constant() const {
+    for (const auto& [q, c] : terms)
+      if (c != 0) return false;
+    return true;
+  }
+  bool nonnegative() const {
+    for (const auto& [q, c] : terms)
+      if (c < 0) return false;
+    return constant >= 0;
+  }
+  std::string text() const {
+    std::string out;
+    for (const auto& [q, c] : terms) {
+      if (c == 0) continue;
+      int64_t m = c < 0 ? -c : c;
+      std::string term = m == 1 ? q : std::to_string(m) + " * " + q;
+      if (out.empty())
+        out = c < 0 ? "-" + term : term;
+      else
+        out += (c < 0 ? " - " : " + ") + term;
+    }
+    if (out.empty()) return std::to_string(constant);
+    if (constant != 0) out += (constant < 0 ? " - " : " + ") + std::to_string(constant < 0 ? -constant : constant);
+    return out;
+  }
+};
+
+std::string clamp0(const Sum& s) { return s.nonnegative() ? s.text() : "tl.maximum(" + s.text() + ", 0)"; }
+
+}  // namespace
+
+std::optional<KernelEmitter::LoopRange> KernelEmitter::masked_range(int li, const std::string& count,
+                                                                    const std::string& step) {
+  const Loop& loop = kernel_.loops[size_t(li)];
+  std::optional<cost::LoopMaskTerms> mask = cost::find_loop_mask_terms(p_, kernel_, li);
+  if (!mask) return std::nullopt;
+
+  // The grid coordinate's rows: first s_lo, last s_end - 1 (ragged last block).
+  Sum s_lo, s_hi;
+  Symbol grid_dim;
+  if (mask->grid_axis) {
+    Coord c = coord(*mask->grid_axis);
+    grid_dim = mask->grid_axis->dim;
+    if (c.block == "1") {
+      s_lo.add(c.expr, 1);
+      s_hi.add(c.expr, 1);
+    } else {
+      s_lo.add(c.expr + " * " + c.block, 1);
+      s_hi.add("tl.minimum((" + c.expr + " + 1) * " + c.block + ", " + extent(grid_dim) + ")", 1);
+      s_hi.constant = -1;
+    }
+  }
+
+  std::vector<std::string> lows, highs;
+  std::map<uint32_t, bool> exact;  // where node -> skipping its blocks is exact
+  std::string mask_name;
+  for (const cost::MaskedPredicate& mp : mask->predicates) {
+    auto [it, fresh] = exact.emplace(mp.where.v, false);
+    if (fresh) it->second = skipping_is_exact(p_, loop, mp.where);
+    if (!it->second) continue;
+    // The predicate as integer forms `a*t + rest <= 0` (Lt: + 1; Eq: both signs).
+    const cost::IndexPredicate& pr = mp.predicate;
+    if (!is_small_integer(pr.constant)) continue;
+    bool integral = true;
+    for (const cost::IndexPredicate::Term& t : pr.terms) integral = integral && is_small_integer(t.coef);
+    if (!integral) continue;
+    std::vector<int> signs{1};
+    if (pr.cmp == cost::IndexPredicate::Cmp::Eq) signs.push_back(-1);
+    for (int sign : signs) {
+      int64_t a = 0;
+      Sum rest;  // the smallest value of the other terms over the program's tile
+      rest.constant = sign * int64_t(std::llround(pr.constant)) + (pr.cmp == cost::IndexPredicate::Cmp::Lt ? 1 : 0);
+      for (const cost::IndexPredicate::Term& t : pr.terms) {
+        int64_t c = sign * int64_t(std::llround(t.coef));
+        if (t.role == 0) {
+          a += c;
+        } else if (t.role == 1) {
+          rest.add(c > 0 ? s_lo : s_hi, c);
+        } else if (c < 0) {
+          rest.constant += c * (t.extent - 1);
+        }
+      }
+      // The block j covers t in [j*B, min((j+1)*B, T) - 1].
+      if (a == 1) {  // t <= -rest: blocks up to the one holding -rest
+        Sum end;     // one past the last allowed t
+        end.add(rest, -1);
+        end.constant += 1;
+        if (end.is_constant() && end.constant <= 0)
+          highs.push_back("0");
+        else
+          highs.push_back(step == "1" ? clamp0(end) : "tl.cdiv(" + clamp0(end) + ", " + step + ")");
+      } else if (a == -1) {  // t >= rest: blocks from the one holding rest
+        if (rest.is_constant() && rest.constant <= 0) continue;
+        std::string first = clamp0(rest);
+        bool atom = !rest.nonnegative() || (rest.terms.size() == 1 && rest.terms[0].second == 1 && rest.constant == 0);
+        lows.push_back(step == "1" ? first : (atom ? first : "(" + first + ")") + " // " + step);
+      } else {
+        continue;  // other slopes would need a floor division of signed values
+      }
+      if (mask_name.empty()) {
+        Symbol name = p_.name_of(p_.children(mp.where)[0]);
+        if (!name.valid()) name = p_.name_of(mp.where);
+        mask_name = name.valid() ? std::string(name.str()) : "the index mask";
+      }
+    }
+  }
+  if (lows.empty() && highs.empty()) return std::nullopt;
+  LoopRange r;
+  r.mask_name = mask_name;
+  r.lo = lows.empty() ? "0" : lows[0];
+  for (size_t i = 1; i < lows.size(); ++i) r.lo = "tl.maximum(" + r.lo + ", " + lows[i] + ")";
+  r.hi = count;
+  for (const std::string& h : highs) r.hi = "tl.minimum(" + r.hi + ", " + h + ")";
+  return r;
+}
+
+}  // namespace eqf::codegen

@@ -1,0 +1,209 @@
+// The cost guide of best-first extraction (see extract/guide.h).
+#include "extract/guide.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace eqf::extract {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNominalBlock = 64;
+// Every filling costs at least this much, so that a cycle of free fillings
+// never looks cheapest and the fixpoint's choices stay acyclic; it also
+// prefers fewer operators among equal prices.
+constexpr double kEpsilon = 1e-12;
+
+}  // namespace
+
+CostGuide::CostGuide(const EGraph& g, OptionTable& table, const Target& target)
+    : g_(g), table_(table), target_(target) {}
+
+double CostGuide::extent(Symbol dim) const {
+  const DimInfo* info = g_.dims().find(dim);
+  if (!info) return 1;
+  if (info->collected_from) return coords(*info->collected_from);
+  return double(std::max<int64_t>(info->extent, 1));
+}
+
+double CostGuide::block(Axis a) const {
+  double outer = a.level == 0 ? extent(a.dim) : block(Axis{a.dim, uint8_t(a.level - 1)});
+  double b = a.level == 0 ? kNominalBlock : std::floor(outer / 4);
+  return std::clamp(b, 1.0, outer);
+}
+
+double CostGuide::coords(Axis a) const {
+  double outer = a.level == 0 ? extent(a.dim) : block(Axis{a.dim, uint8_t(a.level - 1)});
+  return std::ceil(outer / block(a));
+}
+
+double CostGuide::elements(const TensorType& t) const {
+  if (t.literal) return 1;
+  double n = 1;
+  for (Symbol d : t.dims) {
+    // The innermost axis blocking d sets its local extent.
+    const Axis* inner = nullptr;
+    for (const AxisState& as : t.delta)
+      if (as.state.dim == d && (as.state.kind == StateKind::Part || as.state.kind == StateKind::Local) &&
+          (!inner || as.axis.level > inner->level))
+        inner = &as.axis;
+    n *= inner ? block(*inner) : extent(d);
+  }
+  for (const AxisState& as : t.delta) n *= coords(as.axis);
+  return n;
+}
+
+double CostGuide::min_elements(const TensorType& t, double block_floor) const {
+  double n = 1;
+  for (Symbol d : t.dims) {
+    bool blocked = std::any_of(t.delta.begin(), t.delta.end(), [&](const AxisState& as) {
+      return as.state.dim == d && (as.state.kind == StateKind::Part || as.state.kind == StateKind::Local);
+    });
+    n *= blocked ? std::min(block_floor, extent(d)) : extent(d);
+  }
+  return n;
+}
+
+double CostGuide::elements(const Type& t) const {
+  double n = 0;
+  for (const TensorType& part : t.parts) n += elements(part);
+  return n;
+}
+
+double CostGuide::compute_price(EClassId c, const Option& o) const {
+  const Type& out = g_.type(c).get();
+  switch (o.op) {
+    case Op::Input:
+    case Op::Const:
+    case Op::Iota:
+    case Op::Tuple:
+    case Op::Proj:
+      return 0;
+    case Op::Collect: {
+      // A kernel of its own that stores every coordinate's value.
+      double bytes = 0;
+      for (const TensorType& part : out.parts) bytes += elements(part) * dtype_bytes(part.dtype);
+      return target_.launch_s + bytes / target_.dram_bytes_per_s;
+    }
+    case Op::TileMatMul: {
+      const TensorType& a = g_.type(o.children[0]).get().tensor();
+      Symbol k = Symbol::from_raw(g_.attrs(o.path.front())[0]);
+      TensorType k_only;  // the local extent of k in operand a
+      k_only.dims = {k};
+      for (const AxisState& as : a.delta)
+        if (as.state.dim == k) k_only.delta.push_back(as);
+      double k_local = elements(k_only);
+      for (const AxisState& as : k_only.delta) k_local /= coords(as.axis);
+      double flops = 2 * elements(out) * k_local;
+      bool tensor_cores = a.dtype == DType::F16 || a.dtype == DType::BF16;
+      return flops / (tensor_cores ? target_.mma_flops_per_s : target_.fp_flops_per_s);
+    }
+    default:
+      break;
+  }
+  // Reductions (and preduce's combining) work on every element of their operand.
+  double n = elements(out);
+  if (op_has(o.op, kReduction) || o.op == Op::PReduce) n = elements(g_.type(o.children[0]).get());
+  if (op_has(o.op, kContraction)) n *= 2;
+  return n / target_.fp_flops_per_s;
+}
+
+bool CostGuide::fits(const TensorType& t, double element_bytes, int64_t budget, double block_floor) const {
+  double n = min_elements(t, block_floor);
+  return n * element_bytes <= double(budget) && n <= double(target_.max_tile_elements);
+}
+
+double CostGuide::price(EClassId c, uint32_t option) {
+  c = g_.find(c);
+  if (prices_.size() <= c.v) prices_.resize(size_t(c.v) + 1);
+  std::vector<double>& ps = prices_[c.v];
+  std::span<const Option> options = table_.options(c);
+  if (ps.empty()) {
+    ps.assign(options.size(), kInf);
+    for (size_t i = 0; i < options.size(); ++i) {
+      const Option& o = options[i];
+      double p = kEpsilon;
+      switch (o.kind) {
+        case Option::Kind::Chain: {
+          // A load: reads from a buffer (a global value, or the material
+          // bottom of a partitioning chain); a replicate of a tile computed
+          // in the same kernel is a broadcast in registers.
+          EClassId bottom = o.children.front();
+          const TensorType& top = g_.type(c).get().tensor();
+          if (o.blocked || table_.facts(bottom).global) {
+            if (!fits(top, dtype_bytes(top.dtype), target_.smem_bytes_per_program)) p = kInf;
+            p += elements(top) * dtype_bytes(top.dtype) / target_.dram_bytes_per_s;
+          } else if (!fits(top, 4, target_.register_bytes_per_program)) {
+            p = kInf;
+          }
+          break;
+        }
+        case Option::Kind::Grid: {
+          const TensorType& t = g_.type(c).get().tensor();
+          p += target_.launch_s + elements(t) * dtype_bytes(t.dtype) / target_.dram_bytes_per_s;
+          break;
+        }
+        case Option::Kind::Node:
+          p += compute_price(c, o);
+          // A computed tile lives in registers (fp32); tl.dot pads its
+          // blocks to the smallest dot.
+          if (!table_.facts(c).global && o.op != Op::Collect && o.op != Op::Tuple && o.op != Op::Proj) {
+            double floor = o.op == Op::TileMatMul ? double(target_.min_dot) : 1;
+            for (const TensorType& part : g_.type(c).get().parts)
+              if (!fits(part, 4, target_.register_bytes_per_program, floor)) p = kInf;
+          }
+          break;
+      }
+      ps[i] = p;
+    }
+  }
+  return ps[option];
+}
+
+double CostGuide::to_go(EClassId c, uint8_t req) const {
+  size_t i = size_t(g_.find(c).v) * 16 + req;
+  return i < to_go_.size() ? to_go_[i] : kInf;
+}
+
+void CostGuide::analyze() {
+  std::span<const std::pair<EClassId, uint8_t>> pairs = table_.reached();
+  size_t classes = 0;
+  for (auto [c, r] : pairs) classes = std::max<size_t>(classes, c.v + 1);
+  to_go_.assign(classes * 16, kInf);
+  // Bellman-Ford over the pairs: a price only falls, and every filling costs
+  // at least kEpsilon, so the fixpoint is reached after at most as many
+  // rounds as the longest cheapest subprogram is deep. Children are usually
+  // reached after their parents, so rounds go backwards.
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (size_t i = pairs.size(); i-- > 0;) {
+      auto [c, r] = pairs[i];
+      std::span<const Option> options = table_.options(c);
+      size_t at = size_t(c.v) * 16 + r;
+      double best = to_go_[at];
+      for (uint32_t k = 0; k < options.size(); ++k) {
+        const Option& o = options[k];
+        if (!table_.allowed(c, o, r)) continue;
+        uint8_t cr = table_.child_req(o, r);
+        double total = price(c, k);
+        for (EClassId child : o.children) {
+          total += to_go(child, cr);
+          if (!(total < best)) break;
+        }
+        if (total < best) {
+          best = total;
+          changed = true;
+        }
+      }
+      to_go_[at] = best;
+    }
+  }
+}
+
+}  // namespace eqf::extract
+
+namespace eqf::extract {
+
+}  // namespace eqf::extract

@@ -1,0 +1,115 @@
+// Loop bounds from index masks: a loop over key blocks visits only the
+// blocks its causal or sliding-window mask can keep, and only when skipping
+// a block is exact (the masked fill makes the block's contribution the
+// identity). The values of these kernels are checked end to end by
+// tests/python/test_codegen_bounds.py.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cost/index_mask.h"
+#include "eqiforge/codegen/triton.h"
+#include "eqiforge/ir/parse.h"
+#include "eqiforge/lower/kernel.h"
+
+namespace eqf {
+namespace {
+
+bool has(const std::string& text, const std::string& piece) { return text.find(piece) != std::string::npos; }
+
+// Causal flash attention with the mask's fill and reduction swapped in.
+std::string causal(const std::string& visible, const std::string& fill = "-inf") {
+  return R"((program causal (dims (s 13) (t 11) (e 8) (f 6))
+    (input q f32 [s e]) (input k f32 [t e]) (input v f32 [t f])
+    (let q_tile (partition s.0 s (replicate t.0 q)))
+    (let k_tile (partition t.0 t (replicate s.0 k)))
+    (let v_tile (partition t.0 t (replicate s.0 v)))
+    (let kt (partition t.0 t (replicate s.0 (iota t))))
+    (let qs (partition s.0 s (replicate t.0 (iota s))))
+    (let visible )" + visible + R"()
+    (let scores (where visible (tile_matmul e q_tile k_tile) )" + fill + R"())
+    (let m_blk (max t scores))
+    (let p_blk (exp (sub scores m_blk)))
+    (let state (preduce t.0 (max (exp-sum 0) (exp-sum 0))
+                 (tuple m_blk (sum t p_blk) (tile_matmul t p_blk v_tile))))
+    (output o [s f] (combine s.0 s (div (proj 2 state) (proj 1 state))))))";
+}
+
+TEST(IndexMaskTerms, NamesTheWhereAndTheGridAxis) {
+  Program p = parse_and_check_file("examples/attention_causal/flash.eqf");
+  LoweredProgram lp = lower_program(p);
+  ASSERT_EQ(lp.kernels.size(), 1u);
+  std::optional<cost::LoopMaskTerms> m = cost::find_loop_mask_terms(p, lp.kernels[0], 0);
+  ASSERT_TRUE(m.has_value());
+  ASSERT_TRUE(m->grid_axis.has_value());
+  EXPECT_EQ(m->grid_axis->name(), "s.0");
+  ASSERT_EQ(m->predicates.size(), 1u);
+  EXPECT_EQ(p.node(m->predicates[0].where).op, Op::Where);
+  EXPECT_EQ(m->predicates[0].predicate.cmp, cost::IndexPredicate::Cmp::Le);
+  EXPECT_EQ(m->predicates[0].predicate.terms.size(), 2u);
+}
+
+TEST(IndexMaskTerms, UnmaskedLoopHasNone) {
+  Program p = parse_and_check_file("examples/attention/flash.eqf");
+  LoweredProgram lp = lower_program(p);
+  EXPECT_FALSE(cost::find_loop_mask_terms(p, lp.kernels[0], 0).has_value());
+}
+
+TEST(LoopBounds, CausalLoopStopsAfterTheProgramsLastRow) {
+  std::string m = emit_triton(parse_and_check_file("examples/attention_causal/flash.eqf"));
+  EXPECT_TRUE(has(m, "hi_t0 = tl.minimum(tl.cdiv(T, BLOCK_T0), tl.cdiv(tl.minimum((pid_s0 + 1) * BLOCK_S0, S), "
+                     "BLOCK_T0))"))
+      << m;
+  EXPECT_TRUE(has(m, "for t0 in range(0, hi_t0):")) << m;
+  // Rows with no visible key in a block: that block's state counts as empty.
+  EXPECT_TRUE(has(m, "state_1 = state_1 * alpha + tl.where(m_blk == float(\"-inf\"), 0.0, state_1_blk) * beta"))
+      << m;
+}
+
+TEST(LoopBounds, SlidingWindowAlsoStartsLate) {
+  std::string m = emit_triton(parse_and_check(causal("(mul (le kt qs) (lt (sub qs kt) 4))"), "window.eqf"));
+  EXPECT_TRUE(has(m, "lo_t0 = tl.maximum(pid_s0 * BLOCK_S0 - 3, 0) // BLOCK_T0")) << m;
+  EXPECT_TRUE(has(m, "for t0 in range(lo_t0, hi_t0):")) << m;
+}
+
+TEST(LoopBounds, EqualityBoundsBothEnds) {
+  std::string m = emit_triton(parse_and_check(causal("(eq kt qs)"), "diagonal.eqf"));
+  EXPECT_TRUE(has(m, "for t0 in range(lo_t0, hi_t0):")) << m;
+}
+
+TEST(LoopBounds, NoBoundsWhenTheFillIsNotEmpty) {
+  // A fill of 0 gives exp(0 - 0) = 1 per masked key: masked blocks add to the
+  // sums, so they must be visited.
+  std::string m = emit_triton(parse_and_check(causal("(le kt qs)", "0"), "fill.eqf"));
+  EXPECT_TRUE(has(m, "for t0 in range(0, tl.cdiv(T, BLOCK_T0)):")) << m;
+  EXPECT_FALSE(has(m, "hi_t0")) << m;
+}
+
+TEST(LoopBounds, NoBoundsForAPlainSumOfAMaskedNonzeroFill) {
+  std::string text = R"((program masked_sum (dims (s 9) (t 7)) (input x f32 [s t])
+    (let xt (partition t.0 t (partition s.0 s x)))
+    (let visible (le (partition t.0 t (replicate s.0 (iota t))) (partition s.0 s (replicate t.0 (iota s)))))
+    (output y [s] (combine s.0 s (preduce t.0 + (sum t (where visible xt FILL)))))))";
+  std::string zero = text, one = text;
+  zero.replace(zero.find("FILL"), 4, "0");
+  one.replace(one.find("FILL"), 4, "1");
+  std::string with_zero = emit_triton(parse_and_check(zero, "zero.eqf"));
+  std::string with_one = emit_triton(parse_and_check(one, "one.eqf"));
+  EXPECT_TRUE(has(with_zero, "for t0 in range(0, hi_t0):")) << with_zero;  // zeros add nothing
+  EXPECT_FALSE(has(with_one, "hi_t0")) << with_one;                         // ones do
+}
+
+TEST(LoopBounds, NonUnitSlopeKeepsTheFullLoop) {
+  // 2t <= s would need a floor division of signed values: not bounded.
+  std::string m = emit_triton(parse_and_check(causal("(le (mul kt 2) qs)"), "slope.eqf"));
+  EXPECT_TRUE(has(m, "for t0 in range(0, tl.cdiv(T, BLOCK_T0)):")) << m;
+}
+
+TEST(RegionText, IotaIsShownAsAnIndex) {
+  std::string m = emit_triton(parse_and_check_file("examples/attention_causal/flash.eqf"));
+  EXPECT_TRUE(has(m, "# key_index = (partition t.0 t (replicate h.0 (replicate s.0 (iota t))))")) << m;
+  EXPECT_FALSE(has(m, "iota from another kernel")) << m;
+}
+
+}  // namespace
+}  // namespace eqf
