@@ -8,13 +8,6 @@
 namespace eqf {
 namespace {
 
-constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
-
-inline uint64_t mix(uint64_t h, uint64_t v) {
-  h = (h ^ v) * kMul;
-  return h ^ (h >> 32);
-}
-
 // A node's children canonicalized into a buffer that never aliases the
 // e-graph's child pool (which add() may grow).
 class ChildBuf {
@@ -43,56 +36,7 @@ EGraph& EGraph::operator=(EGraph&&) noexcept = default;
 
 // ---- hash-consing ---------------------------------------------------------------
 
-uint64_t EGraph::hash_node(Op op, const Attrs& attrs, std::span<const EClassId> children) const {
-  uint64_t h =
-      mix(uint64_t(op) | (uint64_t(children.size()) << 8), uint64_t(attrs[0]) | (uint64_t(attrs[1]) << 32));
-  h = mix(h, attrs[2]);
-  size_t i = 0;
-  for (; i + 1 < children.size(); i += 2)
-    h = mix(h, uint64_t(children[i].v) | (uint64_t(children[i + 1].v) << 32));
-  if (i < children.size()) h = mix(h, children[i].v);
-  h ^= h >> 29;
-  h *= 0xbf58476d1ce4e5b9ull;
-  return h ^ (h >> 32);
-}
-
-bool EGraph::node_equals(ENodeId n, Op op, const Attrs& attrs, std::span<const EClassId> children) const {
-  const NodeRec& r = nodes_[n.v];
-  if (r.op != op || r.num_children != children.size() || r.attrs != attrs) return false;
-  const EClassId* mine = r.kids(child_pool_).data();
-  for (size_t i = 0; i < children.size(); ++i)
-    if (mine[i] != children[i]) return false;
-  return true;
-}
-
-EGraph::MemoSlot EGraph::memo_key(uint64_t h, Op op, const Attrs& attrs, std::span<const EClassId> children) {
-  MemoSlot k;
-  k.id_op = uint32_t(op) << kIdBits;
-  bool inline_key = children.size() <= 2 && attrs[0] == 0 && attrs[1] == 0 && attrs[2] == 0;
-  k.hash = (uint32_t(h) << 2) | (inline_key ? 1 + uint32_t(children.size()) : 0);
-  if (inline_key) {
-    if (children.size() > 0) k.c0 = children[0].v;
-    if (children.size() > 1) k.c1 = children[1].v;
-  }
-  return k;
-}
-
-EClassId EGraph::memo_find(uint64_t h, Op op, const Attrs& attrs, std::span<const EClassId> children) const {
-  const MemoSlot key = memo_key(h, op, attrs, children);
-  const uint32_t id_mask = (1u << kIdBits) - 1;
-  const size_t mask = memo_.size() - 1;
-  for (size_t i = (key.hash >> 2) & mask;; i = (i + 1) & mask) {
-    const MemoSlot& s = memo_[i];
-    if (s.id_op == 0) return EClassId();
-    if (s.hash != key.hash || (s.id_op & ~id_mask) != key.id_op) continue;
-    uint32_t id = (s.id_op & id_mask) - 1;
-    if ((key.hash & 3) != 0) {
-      if (s.c0 == key.c0 && s.c1 == key.c1) return EClassId(id);  // the whole key is in the slot
-    } else if (node_equals(ENodeId(id), op, attrs, children)) {
-      return node_class_[id];
-    }
-  }
-}
+// hash_node, node_equals, memo_key and memo_find are inline in egraph.h.
 
 void EGraph::memo_insert(uint64_t h, ENodeId n) {
   if (n.v + 1 >= (1u << kIdBits)) throw Error("the e-graph is full: more than 2^26 e-nodes");
@@ -101,7 +45,7 @@ void EGraph::memo_insert(uint64_t h, ENodeId n) {
   MemoSlot key = memo_key(h, r.op, r.attrs, r.kids(child_pool_));
   key.id_op |= ((key.hash & 3) != 0 ? node_class_[n.v].v : n.v) + 1;
   const size_t mask = memo_.size() - 1;
-  size_t i = (key.hash >> 2) & mask;
+  size_t i = memo_home(key.hash, mask);
   while (memo_[i].id_op != 0) i = (i + 1) & mask;
   memo_[i] = key;
   ++memo_size_;
@@ -116,7 +60,7 @@ size_t EGraph::memo_slot_of(uint64_t h, ENodeId n) const {
   const bool inline_key = (key.hash & 3) != 0;
   const uint32_t id_mask = (1u << kIdBits) - 1;
   const size_t mask = memo_.size() - 1;
-  for (size_t i = (key.hash >> 2) & mask;; i = (i + 1) & mask) {
+  for (size_t i = memo_home(key.hash, mask);; i = (i + 1) & mask) {
     const MemoSlot& s = memo_[i];
     if (s.id_op == 0) return memo_.size();
     if (inline_key
@@ -136,7 +80,7 @@ void EGraph::memo_erase(uint64_t h, ENodeId n) {
     j = (j + 1) & mask;
     const MemoSlot s = memo_[j];
     if (s.id_op == 0) break;
-    size_t home = (s.hash >> 2) & mask;
+    size_t home = memo_home(s.hash, mask);
     bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
     if (stays) continue;
     memo_[i] = s;
@@ -152,27 +96,10 @@ void EGraph::memo_grow() {
   const size_t mask = memo_.size() - 1;
   for (const MemoSlot& s : old) {
     if (s.id_op == 0) continue;
-    size_t i = (s.hash >> 2) & mask;
+    size_t i = memo_home(s.hash, mask);
     while (memo_[i].id_op != 0) i = (i + 1) & mask;
     memo_[i] = s;
   }
-}
-
-// ---- union-find -----------------------------------------------------------------
-
-EClassId EGraph::find(EClassId c) const {
-  uint32_t x = c.v;
-  while (uf_parent_[x] != x) x = uf_parent_[x];
-  return EClassId(x);
-}
-
-EClassId EGraph::find_mut(EClassId c) {
-  uint32_t x = c.v;
-  while (uf_parent_[x] != x) {
-    uf_parent_[x] = uf_parent_[uf_parent_[x]];  // path halving
-    x = uf_parent_[x];
-  }
-  return EClassId(x);
 }
 
 // ---- adding ---------------------------------------------------------------------
@@ -226,6 +153,13 @@ std::optional<EClassId> EGraph::add_canonical(Op op, const Attrs& attrs, std::sp
   return add_new(op, attrs, children, d, h);
 }
 
+EClassId EGraph::add_typed(uint64_t hash, Op op, const Attrs& attrs, std::span<const EClassId> children,
+                           const ClassData& data) {
+  EClassId found = memo_find(hash, op, attrs, children);
+  if (found.valid()) return found;
+  return add_new(op, attrs, children, data, hash);
+}
+
 EClassId EGraph::add_new(Op op, const Attrs& attrs, std::span<const EClassId> children, const ClassData& data,
                          uint64_t h) {
   ENodeId n(uint32_t(nodes_.size()));
@@ -246,6 +180,7 @@ EClassId EGraph::add_new(Op op, const Attrs& attrs, std::span<const EClassId> ch
   EClassId c(uint32_t(classes_.size()));
   classes_.emplace_back();
   classes_.back().nodes.push_back(n);
+  classes_.back().op_mask = op_bit(op);
   classes_.back().data = data;
   uf_parent_.push_back(c.v);
   ++num_classes_;
@@ -331,13 +266,14 @@ bool EGraph::merge(EClassId a, EClassId b) {
     node_class_[n.v] = a;
     nodes_[n.v].stamp = clock_;
   }
-  retarget_slots(rb.nodes, a);
-  ra.nodes.insert(ra.nodes.end(), rb.nodes.begin(), rb.nodes.end());
+  retarget_slots(rb.nodes.span(), a);
+  ra.nodes.append(rb.nodes.span());
+  ra.op_mask |= rb.op_mask;
   // b's parents now point at a non-canonical id: re-canonicalize them.
   pending_.insert(pending_.end(), rb.parents.begin(), rb.parents.end());
-  ra.parents.insert(ra.parents.end(), rb.parents.begin(), rb.parents.end());
-  std::vector<ENodeId>().swap(rb.nodes);
-  std::vector<ENodeId>().swap(rb.parents);
+  ra.parents.append(rb.parents.span());
+  rb.nodes.release();
+  rb.parents.release();
   mark_dirty(a);
   op_index_valid_ = false;
   analysis_->modify(*this, a);
@@ -401,7 +337,7 @@ void EGraph::repair_analysis(ENodeId n) {
     throw Error("the analysis of e-class c" + std::to_string(cls.v) + " became inconsistent: " + why);
   if (!outcome.into_changed) return;
   classes_[cls.v].data = merged;
-  const std::vector<ENodeId>& ps = classes_[cls.v].parents;
+  const IdList& ps = classes_[cls.v].parents;
   analysis_pending_.insert(analysis_pending_.end(), ps.begin(), ps.end());
   analysis_->modify(*this, cls);
 }
@@ -414,12 +350,15 @@ void EGraph::clean_class_lists() {
     rec.dirty = false;
     if (uf_parent_[c] != c) continue;  // merged away; its lists moved to the root
     auto dead = [&](ENodeId n) { return nodes_[n.v].dead != 0; };
-    rec.nodes.erase(std::remove_if(rec.nodes.begin(), rec.nodes.end(), dead), rec.nodes.end());
-    std::stable_sort(rec.nodes.begin(), rec.nodes.end(),
-                     [&](ENodeId x, ENodeId y) { return nodes_[x.v].stamp < nodes_[y.v].stamp; });
-    rec.parents.erase(std::remove_if(rec.parents.begin(), rec.parents.end(), dead), rec.parents.end());
+    rec.nodes.truncate(std::remove_if(rec.nodes.begin(), rec.nodes.end(), dead));
+    // Merges append in stamp order; only the e-nodes rebuild() re-stamped
+    // in place are out of it, and most lists have none.
+    auto by_stamp = [&](ENodeId x, ENodeId y) { return nodes_[x.v].stamp < nodes_[y.v].stamp; };
+    if (!std::is_sorted(rec.nodes.begin(), rec.nodes.end(), by_stamp))
+      std::stable_sort(rec.nodes.begin(), rec.nodes.end(), by_stamp);
+    rec.parents.truncate(std::remove_if(rec.parents.begin(), rec.parents.end(), dead));
     std::sort(rec.parents.begin(), rec.parents.end());
-    rec.parents.erase(std::unique(rec.parents.begin(), rec.parents.end()), rec.parents.end());
+    rec.parents.truncate(std::unique(rec.parents.begin(), rec.parents.end()));
   }
   op_index_valid_ = false;
 }

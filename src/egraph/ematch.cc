@@ -110,8 +110,15 @@ SearchEnd Matcher::run(const EGraph& g, const Pattern& p, std::span<const ENodeI
       continue;
     }
     ++j;
-    std::span<const ENodeId> members = g.nodes(EClassId(atom_class[j]));
     Frame& next = frames_[j];
+    if (!g.may_have_op(EClassId(atom_class[j]), atoms[j].op)) {
+      // No e-node of the atom's op in that class (e.g. `0` in (add ?a 0)
+      // against a large class of sums): nothing to scan.
+      next.cur = next.end = nullptr;
+      next.any_new = false;
+      continue;
+    }
+    std::span<const ENodeId> members = g.nodes(EClassId(atom_class[j]));
     next.cur = members.data();
     next.end = members.data() + members.size();
     if (j == last && since != 0 && !f.any_new) next.cur = first_new(g, next.cur, next.end, since);

@@ -1,6 +1,7 @@
 #include "eqiforge/egraph/rewrite.h"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <mutex>
 
@@ -244,6 +245,17 @@ std::optional<EClassId> ApplyContext::add(Op op, const Attrs& attrs, std::span<c
   return c;
 }
 
+namespace {
+
+// Whether two class data are the same, bit for bit (a NaN literal equals
+// itself here).
+bool same_data(const ClassData& x, const ClassData& y) {
+  return x.type == y.type && x.has_value == y.has_value &&
+         (!x.has_value || std::bit_cast<uint64_t>(x.value) == std::bit_cast<uint64_t>(y.value));
+}
+
+}  // namespace
+
 std::optional<EClassId> RhsBuilder::build(EGraph& g, const Pattern& rhs, const uint32_t* subst,
                                           ApplyResult& result) {
   std::span<const PatternNode> nodes = rhs.nodes();
@@ -253,12 +265,14 @@ std::optional<EClassId> RhsBuilder::build(EGraph& g, const Pattern& rhs, const u
   data_.resize(n);
   attrs_.resize(n);
   bool any_new = false;
-  // Phase 1: look every node up, or type it; nothing is added yet.
+  // Phase 1: look every node up, or type it; nothing is added yet. A node is
+  // typed from its children's data, which data_ keeps (for the children
+  // that exist, as they were then) so phase 2 can tell whether it still
+  // holds.
   for (size_t i = 0; i < n; ++i) {
     const PatternNode& pn = nodes[i];
     if (pn.is_var) {
       cls_[i] = g.find(EClassId(subst[vars[pn.var].word]));
-      data_[i] = g.data(cls_[i]);
       continue;
     }
     Attrs a = pn.attrs;
@@ -275,15 +289,17 @@ std::optional<EClassId> RhsBuilder::build(EGraph& g, const Pattern& rhs, const u
       resolved &= cls_[ch].valid();
       children_.push_back(cls_[ch]);
     }
-    if (resolved) {
-      if (std::optional<EClassId> c = g.lookup(pn.op, a, children_)) {
+    if (resolved) {  // children are canonical (find() or lookup results)
+      if (std::optional<EClassId> c = g.lookup_canonical(g.node_hash(pn.op, a, children_), pn.op, a, children_)) {
         cls_[i] = *c;
-        data_[i] = g.data(*c);
         continue;
       }
     }
     child_data_.clear();
-    for (int ch : pn.children) child_data_.push_back(data_[ch]);
+    for (int ch : pn.children) {
+      if (cls_[ch].valid()) data_[ch] = g.data(cls_[ch]);
+      child_data_.push_back(data_[ch]);
+    }
     std::string why;
     if (!g.analysis().make(g, pn.op, a, child_data_, data_[i], why)) {
       result.type_rejected = true;
@@ -292,82 +308,140 @@ std::optional<EClassId> RhsBuilder::build(EGraph& g, const Pattern& rhs, const u
     }
     any_new = true;
   }
-  // Phase 2: add the new nodes, children first.
+  // Phase 2: add the new nodes, children first. A node whose children are
+  // as phase 1 typed them (same canonical class, same data) is added with
+  // that type; otherwise (an earlier add's modify() united classes) it takes
+  // the general path, which types it again.
   if (any_new) {
     for (size_t i = 0; i < n; ++i) {
       if (cls_[i].valid()) continue;
+      const PatternNode& pn = nodes[i];
       children_.clear();
-      for (int ch : nodes[i].children) children_.push_back(cls_[ch]);
+      bool unchanged = true;
+      for (int ch : pn.children) {
+        EClassId c = g.find_mut(cls_[ch]);
+        unchanged &= c == cls_[ch] && same_data(g.data(c), data_[ch]);
+        children_.push_back(c);
+      }
+      if (unchanged) {
+        cls_[i] = g.add_typed(g.node_hash(pn.op, attrs_[i], children_), pn.op, attrs_[i], children_, data_[i]);
+        continue;
+      }
       std::string why;
-      std::optional<EClassId> c = g.try_add(nodes[i].op, attrs_[i], children_, &why);
+      std::optional<EClassId> c = g.try_add(pn.op, attrs_[i], children_, &why);
       if (!c) {  // typed in phase 1, so only an inconsistent analysis gets here
         result.type_rejected = true;
-        result.reason = std::string(op_info(nodes[i].op).name) + ": " + why;
+        result.reason = std::string(op_info(pn.op).name) + ": " + why;
         return std::nullopt;
       }
       cls_[i] = *c;
+      data_[i] = g.data(*c);
     }
   }
   return cls_[n - 1];
+}
+
+bool RhsBuilder::compile(const Pattern& rhs) {
+  std::span<const PatternNode> nodes = rhs.nodes();
+  std::span<const PatternVar> vars = rhs.vars();
+  prog_.resize(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const PatternNode& pn = nodes[i];
+    Step& st = prog_[i];
+    st = Step{};
+    if (pn.is_var) {
+      st.var_word = uint32_t(vars[pn.var].word);
+      continue;
+    }
+    if (pn.children.size() > Step::kMaxChildren) return false;
+    st.op = pn.op;
+    st.attrs = pn.attrs;
+    for (int k = 0; k < 3; ++k) {
+      if (pn.attr_var[k] < 0) continue;
+      const PatternVar& v = vars[pn.attr_var[k]];
+      int slot = attr_slot(pn.op, k);
+      for (int w = 0; w < attr_width(v.kind); ++w)
+        st.copies[st.num_copies++] = {uint8_t(slot + w), uint32_t(v.word + w)};
+    }
+    st.num_children = uint8_t(pn.children.size());
+    for (size_t k = 0; k < pn.children.size(); ++k) st.children[k] = uint16_t(pn.children[k]);
+  }
+  return true;
+}
+
+void RhsBuilder::lookup_batch(const EGraph& g, const Rewrite& rule, const uint32_t* substs, size_t count,
+                              bool canonical) {
+  const size_t words = size_t(rule.lhs.subst_words());
+  if (!compile(*rule.rhs)) {  // wide tuples: the general path
+    for (size_t b = 0; b < count; ++b) found_[b] = false;
+    return;
+  }
+  const size_t n = prog_.size();
+  batch_cls_.resize(count * n);
+  EClassId* cls = batch_cls_.data();
+  for (size_t b = 0; b < count; ++b) found_[b] = true;
+  EClassId kids[Step::kMaxChildren];
+  for (size_t i = 0; i < n; ++i) {
+    const Step& st = prog_[i];
+    if (st.var_word != Step::kNoVar) {
+      for (size_t b = 0; b < count; ++b) {
+        EClassId c(substs[b * words + st.var_word]);
+        cls[b * n + i] = canonical ? c : g.find(c);
+      }
+      continue;
+    }
+    // The node's key under match b: its attributes (literal slots, then the
+    // variables' words) and its children's classes.
+    auto key = [&](size_t b, Attrs& a) {
+      a = st.attrs;
+      for (uint8_t k = 0; k < st.num_copies; ++k) a[st.copies[k].slot] = substs[b * words + st.copies[k].word];
+      for (uint8_t k = 0; k < st.num_children; ++k) kids[k] = cls[b * n + st.children[k]];
+    };
+    Attrs a;
+    const std::span<const EClassId> ch(kids, st.num_children);
+    for (size_t b = 0; b < count; ++b) {
+      if (!found_[b]) continue;
+      key(b, a);
+      batch_hash_[b] = g.node_hash(st.op, a, ch);
+      g.prefetch(batch_hash_[b]);
+    }
+    for (size_t b = 0; b < count; ++b) {
+      if (!found_[b]) continue;
+      key(b, a);
+      std::optional<EClassId> c = g.lookup_canonical(batch_hash_[b], st.op, a, ch);
+      if (c)
+        cls[b * n + i] = *c;
+      else
+        found_[b] = false;
+    }
+  }
+}
+
+size_t RhsBuilder::drop_applied(const EGraph& g, const Rewrite& rule, uint32_t* substs, size_t count) {
+  const size_t words = size_t(rule.lhs.subst_words());
+  const size_t n = rule.rhs->nodes().size();
+  lookup_batch(g, rule, substs, count, true);
+  size_t kept = 0;
+  for (size_t b = 0; b < count; ++b) {
+    if (found_[b] && batch_cls_[b * n + n - 1].v == substs[b * words]) continue;
+    if (kept != b) std::copy(substs + b * words, substs + (b + 1) * words, substs + kept * words);
+    ++kept;
+  }
+  return kept;
 }
 
 void RhsBuilder::apply_batch(EGraph& g, const Rewrite& rule, const uint32_t* substs, size_t count,
                              ApplyResult* results) {
   const Pattern& rhs = *rule.rhs;
   const size_t words = size_t(rule.lhs.subst_words());
-  std::span<const PatternNode> nodes = rhs.nodes();
-  std::span<const PatternVar> vars = rhs.vars();
-  const size_t n = nodes.size();
-  batch_cls_.assign(kBatch * n, EClassId());
-  batch_hash_.resize(kBatch);
-  bool fast[kBatch];
-  for (size_t b = 0; b < count; ++b) fast[b] = true;
-  EClassId kids[8];
-  auto attrs_of = [&](const PatternNode& pn, const uint32_t* subst) {
-    Attrs a = pn.attrs;
-    for (int k = 0; k < 3; ++k) {
-      if (pn.attr_var[k] < 0) continue;
-      const PatternVar& v = vars[pn.attr_var[k]];
-      int slot = attr_slot(pn.op, k);
-      for (int w = 0; w < attr_width(v.kind); ++w) a[slot + w] = subst[v.word + w];
-    }
-    return a;
-  };
-  for (size_t i = 0; i < n; ++i) {
-    const PatternNode& pn = nodes[i];
-    if (pn.is_var) {
-      for (size_t b = 0; b < count; ++b)
-        batch_cls_[b * n + i] = g.find(EClassId(substs[b * words + vars[pn.var].word]));
-      continue;
-    }
-    if (pn.children.size() > 8) {  // wide tuples: the general path
-      for (size_t b = 0; b < count; ++b) fast[b] = false;
-      break;
-    }
-    const size_t nk = pn.children.size();
-    for (size_t b = 0; b < count; ++b) {
-      if (!fast[b]) continue;
-      for (size_t k = 0; k < nk; ++k) kids[k] = batch_cls_[b * n + pn.children[k]];
-      batch_hash_[b] = g.node_hash(pn.op, attrs_of(pn, substs + b * words), {kids, nk});
-      g.prefetch(batch_hash_[b]);
-    }
-    for (size_t b = 0; b < count; ++b) {
-      if (!fast[b]) continue;
-      for (size_t k = 0; k < nk; ++k) kids[k] = batch_cls_[b * n + pn.children[k]];
-      std::optional<EClassId> c =
-          g.lookup_canonical(batch_hash_[b], pn.op, attrs_of(pn, substs + b * words), {kids, nk});
-      if (c)
-        batch_cls_[b * n + i] = *c;
-      else
-        fast[b] = false;
-    }
-  }
+  const size_t n = rhs.nodes().size();
+  lookup_batch(g, rule, substs, count, false);
   for (size_t b = 0; b < count; ++b) {
     ApplyResult& result = results[b] = ApplyResult{};
     const uint32_t* subst = substs + b * words;
     size_t before = g.num_nodes();
     std::optional<EClassId> c;
-    if (fast[b])
+    if (found_[b])
       c = batch_cls_[b * n + n - 1];
     else
       c = build(g, rhs, subst, result);

@@ -45,19 +45,37 @@ struct RuleState {
 };
 
 // Collects a rule's matches that pass its conditions, up to a threshold.
+// Given a filter (a pattern rule whose search cannot be banned), every
+// kFilterBatch matches the ones already applied (their right side is in their
+// own class) are dropped at once (drop_applied), so only matches with work to
+// do are stored: most matches of associativity, say, re-derive what the
+// e-graph has. A search that may pass its threshold is not filtered: a ban
+// would throw the lookups away. The count is of every match found, as the
+// backoff scheduler defines it.
 class CollectSink final : public MatchSink {
  public:
-  CollectSink(const EGraph& g, RuleState& r, uint64_t threshold) : g_(g), r_(r), threshold_(threshold) {}
+  CollectSink(const EGraph& g, RuleState& r, uint64_t threshold, RhsBuilder* filter)
+      : g_(g), r_(r), threshold_(threshold), filter_(r.rule.rhs ? filter : nullptr),
+        words_(size_t(r.rule.lhs.subst_words())) {}
   bool on_match(const uint32_t* subst) override {
     if (!r_.rule.conditions.empty()) {
       Match m(g_, r_.rule.lhs, subst);
       for (const Condition& c : r_.rule.conditions)
         if (!c.test(m)) return true;
     }
-    const size_t words = size_t(r_.rule.lhs.subst_words()), at = r_.matches.size();
-    r_.matches.resize(at + words);
-    std::copy(subst, subst + words, r_.matches.data() + at);
+    const size_t at = r_.matches.size();
+    r_.matches.resize(at + words_);
+    std::copy(subst, subst + words_, r_.matches.data() + at);
+    if (filter_ && ++unfiltered_ == RhsBuilder::kFilterBatch) flush();
     return ++count_ <= threshold_;
+  }
+  // Filters the matches not yet filtered; call once the search is over.
+  void flush() {
+    if (!filter_ || unfiltered_ == 0) return;
+    const size_t first = r_.matches.size() - unfiltered_ * words_;
+    size_t kept = filter_->drop_applied(g_, r_.rule, r_.matches.data() + first, unfiltered_);
+    r_.matches.resize(first + kept * words_);
+    unfiltered_ = 0;
   }
   uint64_t count() const { return count_; }
 
@@ -65,6 +83,9 @@ class CollectSink final : public MatchSink {
   const EGraph& g_;
   RuleState& r_;
   uint64_t threshold_;
+  RhsBuilder* filter_;
+  size_t words_;
+  size_t unfiltered_ = 0;  // matches at the end of r_.matches not yet filtered
   uint64_t count_ = 0;
 };
 
@@ -202,11 +223,13 @@ struct Runner::Impl {
         threshold = r.times_banned >= 40 ? threshold : backoff.match_limit << r.times_banned;
       r.matches.clear();
       Clock::time_point ts = Clock::now();
-      CollectSink sink(g, r, threshold);
+      const bool bannable = threshold != std::numeric_limits<uint64_t>::max();
+      CollectSink sink(g, r, threshold, bannable ? nullptr : &builder);
       SearchOptions opts;
       opts.new_since = r.rule.skip_seen ? r.seen : 0;
       opts.deadline = deadline;
       SearchEnd end = matcher.search(g, r.rule.lhs, opts, sink);
+      sink.flush();
       r.stats.search_seconds += seconds_since(ts);
       ++r.stats.searches;
       if (end == SearchEnd::Deadline) {

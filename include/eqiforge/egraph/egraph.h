@@ -23,8 +23,11 @@
 //    them to skip matches a rule has already applied (ematch.h).
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
@@ -66,7 +69,7 @@ class EGraph {
     return hash_node(op, attrs, children);
   }
   void prefetch(uint64_t hash) const {
-    __builtin_prefetch(&memo_[((uint32_t(hash) << 2) >> 2) & (memo_.size() - 1)]);
+    __builtin_prefetch(&memo_[memo_home(uint32_t(hash) << 2, memo_.size() - 1)]);
   }
   std::optional<EClassId> lookup_canonical(uint64_t hash, Op op, const Attrs& attrs,
                                            std::span<const EClassId> children) const {
@@ -74,6 +77,12 @@ class EGraph {
     if (!c.valid()) return std::nullopt;
     return c;
   }
+  // add() for a node already typed: children canonical, `hash` from
+  // node_hash(), `data` what analysis().make() gave for the children's
+  // current data. Finds the equal e-node if there is one (an earlier add may
+  // have made it), else adds the node without typing it again.
+  EClassId add_typed(uint64_t hash, Op op, const Attrs& attrs, std::span<const EClassId> children,
+                     const ClassData& data);
 
   // Unites two classes; returns whether they were different. Throws
   // eqf::Error "rule R tried to merge T1 with T2" when the analysis refuses.
@@ -87,9 +96,21 @@ class EGraph {
   // what the runner budgets time for before a time limit.
   size_t pending_work() const { return pending_.size() + analysis_pending_.size(); }
 
-  // Canonical id of a class.
-  EClassId find(EClassId c) const;
-  EClassId find_mut(EClassId c);  // with path compression
+  // Canonical id of a class. Inline: the applier asks for every variable of
+  // every match.
+  EClassId find(EClassId c) const {
+    uint32_t x = c.v;
+    while (uf_parent_[x] != x) x = uf_parent_[x];
+    return EClassId(x);
+  }
+  EClassId find_mut(EClassId c) {  // with path halving
+    uint32_t x = c.v;
+    while (uf_parent_[x] != x) {
+      uf_parent_[x] = uf_parent_[uf_parent_[x]];
+      x = uf_parent_[x];
+    }
+    return EClassId(x);
+  }
 
   // ---- inspection -------------------------------------------------------------
 
@@ -98,10 +119,14 @@ class EGraph {
   // Canonical class ids in increasing order.
   std::vector<EClassId> classes() const;
   // A canonical class's e-nodes, in stamp order. Valid when clean().
-  std::span<const ENodeId> nodes(EClassId c) const { return classes_[c.v].nodes; }
+  std::span<const ENodeId> nodes(EClassId c) const { return classes_[c.v].nodes.span(); }
   // E-nodes that have `c` as a child (may repeat; may hold dead nodes).
-  std::span<const ENodeId> parents(EClassId c) const { return classes_[c.v].parents; }
+  std::span<const ENodeId> parents(EClassId c) const { return classes_[c.v].parents.span(); }
   const ClassData& data(EClassId c) const { return classes_[find(c).v].data; }
+  // Whether canonical class c may hold an e-node of `op` (a false yes is
+  // possible, a false no is not): the matcher skips a child class without
+  // scanning it when the pattern's op cannot be there.
+  bool may_have_op(EClassId c, Op op) const { return (classes_[c.v].op_mask & op_bit(op)) != 0; }
   TypeId type(EClassId c) const { return data(c).type; }
   // The class's data as text ("f32[m k]", "literal = 2").
   std::string data_text(EClassId c) const { return analysis_->data_text(*this, data(c)); }
@@ -170,13 +195,83 @@ class EGraph {
       return {pooled() ? pool.data() + inline_kids[0].v : inline_kids, num_children};
     }
   };
+  // A class's e-node or parent list, with room for two ids in the record
+  // itself. Every e-node a rule adds starts a class of its own, which is
+  // usually merged into the match's class at once (and later ones may get
+  // one parent): over a saturation most classes never hold more than two
+  // ids, and with this they never touch the allocator.
+  class IdList {
+   public:
+    IdList() = default;
+    IdList(IdList&& o) noexcept : heap_(o.heap_), size_(o.size_), cap_(o.cap_) {
+      inline_[0] = o.inline_[0], inline_[1] = o.inline_[1];
+      o.heap_ = nullptr, o.size_ = 0, o.cap_ = kInline;
+    }
+    IdList& operator=(IdList&& o) noexcept {
+      if (this != &o) {
+        release();
+        heap_ = o.heap_, size_ = o.size_, cap_ = o.cap_;
+        inline_[0] = o.inline_[0], inline_[1] = o.inline_[1];
+        o.heap_ = nullptr, o.size_ = 0, o.cap_ = kInline;
+      }
+      return *this;
+    }
+    IdList(const IdList&) = delete;
+    IdList& operator=(const IdList&) = delete;
+    ~IdList() { release(); }
+
+    ENodeId* begin() { return cap_ > kInline ? heap_ : inline_; }
+    ENodeId* end() { return begin() + size_; }
+    const ENodeId* begin() const { return cap_ > kInline ? heap_ : inline_; }
+    const ENodeId* end() const { return begin() + size_; }
+    std::span<const ENodeId> span() const { return {begin(), size_}; }
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+
+    void push_back(ENodeId n) {
+      if (size_ == cap_) reserve(size_t(cap_) * 2);
+      begin()[size_++] = n;
+    }
+    void append(std::span<const ENodeId> ids) {
+      if (size_ + ids.size() > cap_) reserve(std::max(size_t(cap_) * 2, size_ + ids.size()));
+      std::copy(ids.begin(), ids.end(), begin() + size_);
+      size_ += uint32_t(ids.size());
+    }
+    void truncate(const ENodeId* new_end) { size_ = uint32_t(new_end - begin()); }
+    // Empties the list and gives its memory back.
+    void release() {
+      if (cap_ > kInline) std::free(heap_);
+      heap_ = nullptr, size_ = 0, cap_ = kInline;
+    }
+
+   private:
+    static constexpr uint32_t kInline = 2;
+    void reserve(size_t cap) {
+      auto* p = static_cast<ENodeId*>(std::malloc(cap * sizeof(ENodeId)));
+      if (!p) throw std::bad_alloc();
+      std::copy(begin(), end(), p);
+      if (cap_ > kInline) std::free(heap_);
+      heap_ = p;
+      cap_ = uint32_t(cap);
+    }
+    ENodeId* heap_ = nullptr;
+    ENodeId inline_[kInline];
+    uint32_t size_ = 0;
+    uint32_t cap_ = kInline;  // > kInline: the ids live in heap_
+  };
+  static uint64_t op_bit(Op op) { return uint64_t(1) << (uint32_t(op) & 63); }
   struct ClassRec {
-    std::vector<ENodeId> nodes;
-    std::vector<ENodeId> parents;
+    IdList nodes;
+    IdList parents;
+    uint64_t op_mask = 0;  // op_bit() of every e-node it has held (merges OR them)
     ClassData data;
     bool dirty = false;  // needs its lists cleaned at the end of rebuild()
   };
 
+  static uint64_t mix(uint64_t h, uint64_t v) {
+    h = (h ^ v) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 32);
+  }
   uint64_t hash_node(Op op, const Attrs& attrs, std::span<const EClassId> children) const;
   bool node_equals(ENodeId n, Op op, const Attrs& attrs, std::span<const EClassId> children) const;
   // The canonical class of the e-node equal to the key, or an invalid id.
@@ -222,6 +317,14 @@ class EGraph {
     uint32_t c0 = 0, c1 = 0;
   };
   static constexpr int kIdBits = 26;
+  // Where a key's probe starts: the first slot of the 64-byte line its hash
+  // picks. The four slots of that line are searched before the probe moves
+  // on (linearly), so a lookup mostly touches the one line prefetch()
+  // fetched; starting mid-line, a quarter of them would cross into the next.
+  static size_t memo_home(uint32_t slot_hash, size_t mask) {
+    static_assert(sizeof(MemoSlot) == 16);
+    return (size_t(slot_hash >> 2) & mask) & ~size_t(3);
+  }
   static MemoSlot memo_key(uint64_t h, Op op, const Attrs& attrs, std::span<const EClassId> children);
   HugeVector<MemoSlot> memo_;
   size_t memo_size_ = 0;
@@ -240,5 +343,61 @@ class EGraph {
 
   std::vector<ClassData> scratch_data_;
 };
+
+// ---- hash-consing, inline --------------------------------------------------------------
+// Every rule application and every re-canonicalized e-node probes the table,
+// most of them from the applier's batched lookups: inline, so those compile
+// into one loop.
+
+inline uint64_t EGraph::hash_node(Op op, const Attrs& attrs, std::span<const EClassId> children) const {
+  uint64_t h =
+      mix(uint64_t(op) | (uint64_t(children.size()) << 8), uint64_t(attrs[0]) | (uint64_t(attrs[1]) << 32));
+  h = mix(h, attrs[2]);
+  size_t i = 0;
+  for (; i + 1 < children.size(); i += 2)
+    h = mix(h, uint64_t(children[i].v) | (uint64_t(children[i + 1].v) << 32));
+  if (i < children.size()) h = mix(h, children[i].v);
+  h ^= h >> 29;
+  h *= 0xbf58476d1ce4e5b9ull;
+  return h ^ (h >> 32);
+}
+
+inline bool EGraph::node_equals(ENodeId n, Op op, const Attrs& attrs, std::span<const EClassId> children) const {
+  const NodeRec& r = nodes_[n.v];
+  if (r.op != op || r.num_children != children.size() || r.attrs != attrs) return false;
+  const EClassId* mine = r.kids(child_pool_).data();
+  for (size_t i = 0; i < children.size(); ++i)
+    if (mine[i] != children[i]) return false;
+  return true;
+}
+
+inline EGraph::MemoSlot EGraph::memo_key(uint64_t h, Op op, const Attrs& attrs, std::span<const EClassId> children) {
+  MemoSlot k;
+  k.id_op = uint32_t(op) << kIdBits;
+  bool inline_key = children.size() <= 2 && attrs[0] == 0 && attrs[1] == 0 && attrs[2] == 0;
+  k.hash = (uint32_t(h) << 2) | (inline_key ? 1 + uint32_t(children.size()) : 0);
+  if (inline_key) {
+    if (children.size() > 0) k.c0 = children[0].v;
+    if (children.size() > 1) k.c1 = children[1].v;
+  }
+  return k;
+}
+
+inline EClassId EGraph::memo_find(uint64_t h, Op op, const Attrs& attrs, std::span<const EClassId> children) const {
+  const MemoSlot key = memo_key(h, op, attrs, children);
+  const uint32_t id_mask = (1u << kIdBits) - 1;
+  const size_t mask = memo_.size() - 1;
+  for (size_t i = memo_home(key.hash, mask);; i = (i + 1) & mask) {
+    const MemoSlot& s = memo_[i];
+    if (s.id_op == 0) return EClassId();
+    if (s.hash != key.hash || (s.id_op & ~id_mask) != key.id_op) continue;
+    uint32_t id = (s.id_op & id_mask) - 1;
+    if ((key.hash & 3) != 0) {
+      if (s.c0 == key.c0 && s.c1 == key.c1) return EClassId(id);  // the whole key is in the slot
+    } else if (node_equals(ENodeId(id), op, attrs, children)) {
+      return node_class_[id];
+    }
+  }
+}
 
 }  // namespace eqf

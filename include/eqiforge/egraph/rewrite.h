@@ -140,9 +140,52 @@ class RhsBuilder {
   void apply_batch(EGraph& g, const Rewrite& rule, const uint32_t* substs, size_t count,
                    ApplyResult* results);
 
+  // Of up to kBatch matches of a pattern rule, found on the clean e-graph
+  // (so their classes are canonical), drops those whose right side already
+  // exists in the match's own class: applying them would change nothing.
+  // Compacts the survivors to the front of `substs`, in order, and returns
+  // their number. The search calls it as it goes, so a rule that keeps
+  // re-deriving what the e-graph has (most matches of associativity, say)
+  // neither stores those matches nor visits them again to apply them.
+  // Up to kFilterBatch matches at a time: nothing is applied in between, so
+  // more lookups can be in flight at once than in apply_batch.
+  static constexpr size_t kFilterBatch = 64;
+  size_t drop_applied(const EGraph& g, const Rewrite& rule, uint32_t* substs, size_t count);
+
  private:
-  std::vector<EClassId> batch_cls_;  // kBatch x rhs nodes
-  std::vector<uint64_t> batch_hash_;
+  // Looks each match's right-side nodes up, level by level across the batch
+  // (each hash slot prefetched before the probes); found_[b] tells whether
+  // every node of match b exists, and batch_cls_[b * nodes + i] holds node
+  // i's class. `canonical`: the substitutions need no find().
+  void lookup_batch(const EGraph& g, const Rewrite& rule, const uint32_t* substs, size_t count,
+                    bool canonical);
+
+  // The right pattern as lookup_batch runs it: per node (children first)
+  // either the substitution word of its variable, or its op, literal
+  // attributes, which attribute slots come from which words, and its
+  // children's node indices. Compiled per batch (a few steps), so no
+  // allocation and no walk over the pattern's vectors per match.
+  struct Step {
+    static constexpr uint32_t kNoVar = 0xffffffffu;
+    static constexpr size_t kMaxChildren = 8;
+    uint32_t var_word = kNoVar;
+    Op op = Op::Input;
+    uint8_t num_copies = 0;
+    uint8_t num_children = 0;
+    Attrs attrs = {0, 0, 0};
+    struct Copy {
+      uint8_t slot;
+      uint32_t word;
+    } copies[3];
+    uint16_t children[kMaxChildren];
+  };
+  // False when a node has more than kMaxChildren children.
+  bool compile(const Pattern& rhs);
+  std::vector<Step> prog_;
+
+  std::vector<EClassId> batch_cls_;  // kFilterBatch x rhs nodes
+  uint64_t batch_hash_[kFilterBatch];
+  bool found_[kFilterBatch];
   std::vector<EClassId> cls_;
   std::vector<ClassData> data_;
   std::vector<Attrs> attrs_;
