@@ -147,10 +147,6 @@ class Enumerator {
              const ExtractOptions& options)
       : g_(g), roots_(roots.begin(), roots.end()), outputs_(outputs), opt_(options), table_(g, options.limits),
         filler_(table_) {
-    if (opt_.order == ExtractOrder::BestFirst) {
-      guide_.emplace(g_, table_, opt_.cost->target());
-      filler_.set_guide(&*guide_);
-    }
     for (EClassId& r : roots_) r = g_.find(r);
     for (EClassId r : roots_) {
       const Type& t = g_.type(r).get();
@@ -160,7 +156,25 @@ class Enumerator {
 
   ExtractResult run() {
     Clock::time_point start = Clock::now();
-    enumerate(start);
+    if (opt_.order == ExtractOrder::BestFirst) {
+      // One pass per pricing, each with its share of the time; a candidate
+      // an earlier pass found is not built again.
+      constexpr GuidePricing kPricings[] = {GuidePricing::Tree, GuidePricing::Shared};
+      for (GuidePricing pricing : kPricings) {
+        guide_.emplace(g_, table_, opt_.cost->target(), pricing);
+        filler_.set_guide(&*guide_);
+        seen_.clear();
+        after_keys_.clear();
+        best_ = {};
+        feasible_found_ = 0;
+        time_share_ = opt_.time_limit_s / double(std::size(kPricings));
+        enumerate(Clock::now());
+        for (const Candidate& c : out_.candidates) found_.insert(c.key);
+      }
+    } else {
+      time_share_ = opt_.time_limit_s;
+      enumerate(start);
+    }
     out_.stats.enumerate_seconds = seconds_since(start);
     Clock::time_point rank_start = Clock::now();
     rank();
@@ -190,16 +204,9 @@ class Enumerator {
     return n;
   }
 
-  // The guide's price of a partial program: what it spent plus the cheapest
-  // completion of each hole.
-  double guide_price(const PartialProgram& s) const {
-    double p = s.spent;
-    for (const Hole& h : s.holes) p += guide_->to_go(EClassId(h.cls), h.req);
-    return p;
-  }
-
   void enumerate(Clock::time_point start) {
     ExtractStats& st = out_.stats;
+    const uint64_t states_before = st.states_expanded;
     table_.analyze(roots_, kMaterial | kRoot);
     if (guide_) guide_->analyze();
     PartialProgram init;
@@ -207,7 +214,7 @@ class Enumerator {
     for (EClassId r : roots_) ok = filler_.require(init, r, kMaterial | kRoot) && ok;
     if (!ok) return;  // some output has no valid filling at all
     Frontier work(opt_.order);
-    double init_price = guide_ ? guide_price(init) : 0;
+    double init_price = guide_ ? guide_->partial_price(init) : 0;
     work.push(std::move(init), init_price);
     while (!work.empty()) {
       PartialProgram s = work.pop();
@@ -223,12 +230,12 @@ class Enumerator {
         }
         continue;
       }
-      if (st.states_expanded >= opt_.max_states) {
+      if (st.states_expanded - states_before >= opt_.max_states) {
         st.limit_hit = true;
         st.limit = "states";
         break;
       }
-      if ((st.states_expanded & 255) == 0 && seconds_since(start) > opt_.time_limit_s) {
+      if ((st.states_expanded & 255) == 0 && seconds_since(start) > time_share_) {
         st.limit_hit = true;
         st.limit = "time";
         break;
@@ -261,29 +268,14 @@ class Enumerator {
         double price = 0;
         if (guide_) {
           child.spent += guide_->price(c, i);
-          price = guide_price(child);
+          price = guide_->partial_price(child);
           // Some tile of it fits no block sizes: never feasible.
           if (price == std::numeric_limits<double>::infinity()) {
             ++st.pruned;
             continue;
           }
         }
-        if (guide_ && opt_.fanout > 0) {
-          children_.push_back({price, std::move(child)});
-          continue;
-        }
         work.push(std::move(child), price);
-      }
-      if (!children_.empty()) {
-        // Only the cheapest few fillings of the hole go on (stable: the
-        // options' order breaks ties).
-        std::stable_sort(children_.begin(), children_.end(),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
-        for (size_t k = 0; k < children_.size(); ++k) {
-          if (k < opt_.fanout) work.push(std::move(children_[k].second), children_[k].first);
-          else ++st.pruned;
-        }
-        children_.clear();
       }
       work.children_pushed(mark);
     }
@@ -291,6 +283,7 @@ class Enumerator {
 
   void complete(const PartialProgram& s) {
     ExtractStats& st = out_.stats;
+    if (found_.count(s.key.a)) return;  // an earlier pass's candidate
     ++st.complete_built;
     Program p = build_program(g_, table_, s, roots_, outputs_, opt_.program_name);
     if (opt_.mode == ExtractMode::After && !after_keys_.insert(s.key).second) return;
@@ -335,9 +328,10 @@ class Enumerator {
   const ExtractOptions& opt_;
   OptionTable table_;
   Filler filler_;
-  std::optional<CostGuide> guide_;  // best-first order only
+  std::optional<CostGuide> guide_;  // best-first order only: the pass's pricing
+  std::unordered_set<uint64_t> found_;  // keys of the candidates of earlier passes
+  double time_share_ = 0;             // this pass's time limit
   size_t feasible_found_ = 0;
-  std::vector<std::pair<double, PartialProgram>> children_;  // best-first with a fan-out
   double output_bytes_ = 0;
   std::unordered_set<Key, KeyHash> seen_, after_keys_;
   std::priority_queue<double> best_;  // the k best feasible estimates (largest on top)

@@ -14,11 +14,19 @@ constexpr double kNominalBlock = 64;
 // never looks cheapest and the fixpoint's choices stay acyclic; it also
 // prefers fewer operators among equal prices.
 constexpr double kEpsilon = 1e-12;
+constexpr uint32_t kNoOption = 0xFFFFFFFFu;
 
 }  // namespace
 
-CostGuide::CostGuide(const EGraph& g, OptionTable& table, const Target& target)
-    : g_(g), table_(table), target_(target) {}
+CostGuide::CostGuide(const EGraph& g, OptionTable& table, const Target& target, GuidePricing pricing)
+    : g_(g), table_(table), target_(target), pricing_(pricing) {}
+
+double CostGuide::partial_price(const PartialProgram& s) {
+  if (pricing_ == GuidePricing::Shared) return s.spent + remaining(s);
+  double p = s.spent;
+  for (const Hole& h : s.holes) p += to_go(EClassId(h.cls), h.req);
+  return p;
+}
 
 double CostGuide::extent(Symbol dim) const {
   const DimInfo* info = g_.dims().find(dim);
@@ -109,6 +117,24 @@ double CostGuide::compute_price(EClassId c, const Option& o) const {
   return n / target_.fp_flops_per_s;
 }
 
+double CostGuide::pressure_price(const TensorType& t) const {
+  // The tile at nominal blocks against the registers: past them, the blocks
+  // of this kernel must shrink, and every load it replicates is read that
+  // many times more. Charged as re-reading the tile's own elements.
+  double tile = 1;
+  for (Symbol d : t.dims) {
+    const Axis* inner = nullptr;
+    for (const AxisState& as : t.delta)
+      if (as.state.dim == d && (as.state.kind == StateKind::Part || as.state.kind == StateKind::Local) &&
+          (!inner || as.axis.level > inner->level))
+        inner = &as.axis;
+    tile *= inner ? block(*inner) : extent(d);
+  }
+  double over = tile * 4 / double(target_.register_bytes_per_program);
+  if (over <= 1) return 0;
+  return over * elements(t) * 4 / target_.dram_bytes_per_s;
+}
+
 bool CostGuide::fits(const TensorType& t, double element_bytes, int64_t budget, double block_floor) const {
   double n = min_elements(t, block_floor);
   return n * element_bytes <= double(budget) && n <= double(target_.max_tile_elements);
@@ -150,8 +176,10 @@ double CostGuide::price(EClassId c, uint32_t option) {
           // blocks to the smallest dot.
           if (!table_.facts(c).global && o.op != Op::Collect && o.op != Op::Tuple && o.op != Op::Proj) {
             double floor = o.op == Op::TileMatMul ? double(target_.min_dot) : 1;
-            for (const TensorType& part : g_.type(c).get().parts)
+            for (const TensorType& part : g_.type(c).get().parts) {
               if (!fits(part, 4, target_.register_bytes_per_program, floor)) p = kInf;
+              if (pricing_ == GuidePricing::Shared) p += pressure_price(part);
+            }
           }
           break;
       }
@@ -171,6 +199,8 @@ void CostGuide::analyze() {
   size_t classes = 0;
   for (auto [c, r] : pairs) classes = std::max<size_t>(classes, c.v + 1);
   to_go_.assign(classes * 16, kInf);
+  best_.assign(classes * 16, kNoOption);
+  const bool tuple_max = pricing_ == GuidePricing::Shared;
   // Bellman-Ford over the pairs: a price only falls, and every filling costs
   // at least kEpsilon, so the fixpoint is reached after at most as many
   // rounds as the longest cheapest subprogram is deep. Children are usually
@@ -188,12 +218,19 @@ void CostGuide::analyze() {
         if (!table_.allowed(c, o, r)) continue;
         uint8_t cr = table_.child_req(o, r);
         double total = price(c, k);
-        for (EClassId child : o.children) {
-          total += to_go(child, cr);
-          if (!(total < best)) break;
+        if (tuple_max && o.kind == Option::Kind::Node && o.op == Op::Tuple) {
+          double most = 0;
+          for (EClassId child : o.children) most = std::max(most, to_go(child, cr));
+          total += most;
+        } else {
+          for (EClassId child : o.children) {
+            total += to_go(child, cr);
+            if (!(total < best)) break;
+          }
         }
         if (total < best) {
           best = total;
+          best_[at] = k;
           changed = true;
         }
       }
@@ -205,5 +242,30 @@ void CostGuide::analyze() {
 }  // namespace eqf::extract
 
 namespace eqf::extract {
+
+}  // namespace eqf::extract
+
+namespace eqf::extract {
+
+double CostGuide::remaining(const PartialProgram& s) {
+  stack_.assign(s.holes.begin(), s.holes.end());
+  seen_.clear();
+  double total = 0;
+  while (!stack_.empty()) {
+    Hole h = stack_.back();
+    stack_.pop_back();
+    if (!seen_.insert((uint64_t(h.cls) << 32) | h.scope).second) continue;
+    if (const Filled* f = s.find(h.cls); f && f->scope == h.scope) continue;  // paid for
+    size_t at = size_t(h.cls) * 16 + h.req;
+    if (at >= best_.size() || best_[at] == kNoOption) return kInf;
+    EClassId c(h.cls);
+    const Option& o = table_.options(c)[best_[at]];
+    total += price(c, best_[at]);
+    uint8_t cr = table_.child_req(o, h.req);
+    uint32_t scope = o.kernel_root || o.op == Op::PReduce ? h.cls : h.scope;
+    for (EClassId k : o.children) stack_.push_back(Hole{k.v, cr, scope});
+  }
+  return total;
+}
 
 }  // namespace eqf::extract

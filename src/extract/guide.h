@@ -34,17 +34,35 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_set>
 #include <vector>
 
 #include "eqiforge/cost/target.h"
 #include "eqiforge/egraph/egraph.h"
 #include "extract/choice.h"
+#include "extract/partial.h"
 
 namespace eqf::extract {
 
+// Two pricings, each blind where the other sees (extraction runs one pass
+// with each and ranks the union):
+//   tree     a partial program's holes each cost their whole cheapest
+//            subprogram, shared parts counted again;
+//   shared   the holes' cheapest subprograms are united, each class counted
+//            once per scope (the parts of an online softmax's state read the
+//            same scores: as trees the fused form looks three times its
+//            price until its last hole is filled), a tuple costs its dearest
+//            part, and a computed tile past the registers at nominal blocks
+//            is charged for the re-reads that the smaller blocks it forces
+//            will cost.
+enum class GuidePricing : uint8_t { Tree, Shared };
+
 class CostGuide {
  public:
-  CostGuide(const EGraph& g, OptionTable& table, const Target& target);
+  CostGuide(const EGraph& g, OptionTable& table, const Target& target, GuidePricing pricing);
+
+  // The price of a partial program: what it spent plus its completion.
+  double partial_price(const PartialProgram& s);
 
   // Computes to_go for every pair the table's analysis reached.
   void analyze();
@@ -54,6 +72,12 @@ class CostGuide {
   // The cheapest subprogram filling c under requirement req; +inf if none.
   // A tree price: a class its subprogram reaches twice counts twice.
   double to_go(EClassId c, uint8_t req) const;
+
+  // The price of completing s: the holes' cheapest subprograms (the options
+  // the fixpoint chose) united, each class counted once per scope it is
+  // computed in; a class s filled in that scope is free. Sharing matters:
+  // the parts of an online softmax's state all read the same scores.
+  double remaining(const PartialProgram& s);
 
  private:
   double elements(const Type& t) const;        // over every coordinate of its axes
@@ -67,12 +91,17 @@ class CostGuide {
   double coords(Axis a) const;                 // coordinates of a, at nominal blocks
   double extent(Symbol dim) const;
   double compute_price(EClassId c, const Option& o) const;
+  double pressure_price(const TensorType& t) const;
 
   const EGraph& g_;
   OptionTable& table_;
   const Target& target_;
+  GuidePricing pricing_;
   std::vector<std::vector<double>> prices_;  // per class, per option; empty until asked
   std::vector<double> to_go_;                // class * 16 + requirement
+  std::vector<uint32_t> best_;               // the option reaching to_go_, same index
+  std::vector<Hole> stack_;                  // remaining()'s scratch
+  std::unordered_set<uint64_t> seen_;
 };
 
 }  // namespace eqf::extract

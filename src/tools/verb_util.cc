@@ -95,7 +95,6 @@ void read_extract_options(const Args& args, const Program& p, ExtractSetup& setu
   opt.order = *o;
   size_t fallback = opt.order == ExtractOrder::BestFirst ? std::max<size_t>(256, min_candidates) : 0;
   opt.max_candidates = size_t(args.unsigned_integer("--candidates", fallback));
-  opt.fanout = size_t(args.unsigned_integer("--fanout", 0));
   opt.program_name = std::string(p.name.str());
 }
 
@@ -111,8 +110,6 @@ std::vector<OptionSpec> extract_option_specs() {
        .help = "best (default with a cost model: cheapest first), bfs (the paper's breadth-first) or dfs"},
       {.name = "--candidates", .value_name = "N",
        .help = "stop after N feasible candidates (default 256 for best, 0 = all for bfs/dfs)"},
-      {.name = "--fanout", .value_name = "N",
-       .help = "best-first: keep the N cheapest fillings of each hole (default 0: all)"},
       {.name = "--max-states", .value_name = "N", .help = "stop after N expanded partial programs (default 5000000)"},
       {.name = "--time-limit", .value_name = "S", .help = "stop extraction after S seconds (default 600)"},
       {.name = "--prune", .value_name = "K", .help = "drop partial programs whose bound exceeds the K-th best (default 0: off)"},

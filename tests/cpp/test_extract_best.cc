@@ -34,12 +34,11 @@ struct Saturated {
   }
 };
 
-ExtractResult best_first(Saturated& s, size_t max_candidates, size_t fanout = 0) {
+ExtractResult best_first(Saturated& s, size_t max_candidates) {
   ExtractOptions o;
   o.order = ExtractOrder::BestFirst;
   o.cost = &h200();
   o.max_candidates = max_candidates;
-  o.fanout = fanout;
   o.time_limit_s = 60;
   return extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
 }
@@ -88,13 +87,6 @@ TEST(ExtractBestFirst, WithoutALimitFindsWhatBreadthFirstFinds) {
   std::set<uint64_t> best = run(ExtractOrder::BestFirst), bfs = run(ExtractOrder::BreadthFirst);
   EXPECT_FALSE(best.empty());
   EXPECT_EQ(best, bfs);
-}
-
-TEST(ExtractBestFirst, FanOutKeepsTheSearchSmall) {
-  Saturated s("examples/attention/naive.eqf");
-  ExtractResult all = best_first(s, 16), narrow = best_first(s, 16, 2);
-  ASSERT_FALSE(narrow.candidates.empty());
-  EXPECT_LE(narrow.stats.states_expanded, all.stats.states_expanded);
 }
 
 TEST(ExtractBestFirst, NeedsACostModel) {

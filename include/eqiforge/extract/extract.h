@@ -48,9 +48,12 @@
 // nothing until the frontier has filled every level, which on a saturated
 // e-graph is never. Best-first (the default) takes the partial program with
 // the smallest guide price first (extract/guide.h: the prices of its
-// fillings plus the cheapest completion of each hole), so cheap candidates
-// complete first and `max_candidates` ends the search. Early compression
-// works the same in every order: a key seen once is never expanded again.
+// fillings plus the cheapest completion of its holes), so cheap candidates
+// complete first and `max_candidates` ends the search. It runs one pass per
+// pricing of the guide (each with half of the time limit; a candidate found
+// by the first is not built again) and ranks the union with the cost model.
+// Early compression works the same in every order: a key seen once in a
+// pass is never expanded again in it.
 //
 // Cost pruning (with a cost model and prune_k > 0): a partial program whose
 // optimistic bound -- one launch per kernel it already has plus the
@@ -87,14 +90,9 @@ struct ExtractOptions {
   // programs complete first; needs a cost model), breadth-first (the
   // paper's), or depth-first.
   ExtractOrder order = ExtractOrder::BestFirst;
-  // Stop once this many feasible candidates were found (0: no limit). With
-  // best-first order these are the cheapest the guide sees.
+  // Stop once this many feasible candidates were found (0: no limit); with
+  // best-first order, in each of its passes.
   size_t max_candidates = 0;
-  // Best-first only: expanding a hole keeps its `fanout` cheapest fillings
-  // (0: all). Saturated e-graphs hold long runs of fillings the guide
-  // prices alike; the fan-out bounds the frontier, at the price of
-  // completeness (breadth-first stays exhaustive).
-  size_t fanout = 0;
   // Stop after this many partial programs were expanded, or this much time
   // (the stats say which limit was hit).
   uint64_t max_states = 5'000'000;
