@@ -202,7 +202,10 @@ struct Runner::Impl {
       if (!known) throw Error("the schedule runs rule set `" + s + "`, which the runner was not given");
     }
     if (run_iterations >= iter_limit) return halt(StopReason::IterationLimit), false;
-    if (Clock::now() >= deadline) return halt(StopReason::TimeLimit), false;
+    // The rebuild that starts an iteration must fit before the deadline too
+    // (twice its estimate: its rate falls as the e-graph outgrows the caches).
+    if (Clock::now() + 2 * rebuild_estimate(g.pending_work()) >= deadline)
+      return halt(StopReason::TimeLimit), false;
     if (g.num_nodes() > node_limit) return halt(StopReason::NodeLimit), false;
 
     g.rebuild();
@@ -283,12 +286,13 @@ struct Runner::Impl {
         }
         if (g.num_nodes() > node_limit) halt(StopReason::NodeLimit);
         // Stop applying early enough that the rebuild this iteration still
-        // owes fits before the deadline: the larger of the measured rate's
-        // estimate and half the time applied so far (rebuilds cost more per
-        // union as the e-graph outgrows the caches, so past rates run low).
+        // owes fits before the deadline: the larger of twice the measured
+        // rate's estimate and three quarters of the time applied so far
+        // (rebuilds cost more per union as the e-graph outgrows the caches,
+        // so past rates run low; a loaded machine slows them further).
         if ((++steps & 7) == 0) {
           Clock::time_point now = Clock::now();
-          Clock::duration reserve = std::max(rebuild_estimate(g.pending_work()), (now - t0) / 2);
+          Clock::duration reserve = std::max(2 * rebuild_estimate(g.pending_work()), (now - t0) * 3 / 4);
           if (now + reserve >= deadline) halt(StopReason::TimeLimit);
         }
         if (stopped) {
