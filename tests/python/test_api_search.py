@@ -54,12 +54,11 @@ CASES = {
     "rms_norm": (rms_norm, lambda: (torch.randn(6, 32), torch.randn(32))),
 }
 
-# Programs the search does not yet reach a candidate for within these limits.
-NOT_YET = {
+# Programs the search reached a candidate for only once extraction went best-first.
+CASES.update({
     "layer_norm": (layer_norm, lambda: (torch.randn(5, 20),)),
     "naive_attention": (naive_attention, lambda: (torch.randn(2, 16, 8), torch.randn(2, 16, 8), torch.randn(2, 16, 8))),
-}
-NOT_YET_REASON = "extraction finds no candidate for it within the limits yet (the extraction issue)"
+})
 
 
 def check(fast, fn, make_inputs):
@@ -98,15 +97,8 @@ def test_torch_compile_with_the_real_search(name, tmp_path, monkeypatch):
     torch._dynamo.reset()
 
 
-@pytest.mark.skip(reason=NOT_YET_REASON)
-@pytest.mark.parametrize("name", sorted(NOT_YET))
-def test_optimize_programs_the_search_does_not_reach_yet(name, tmp_path):
-    fn, make_inputs = NOT_YET[name]
-    fast = api.optimize(fn, *make_inputs(), cache_dir=tmp_path, **LIMITS)
-    check(fast, fn, make_inputs)
-
-
-@pytest.mark.skip(reason=NOT_YET_REASON + ": the demo's naive attention")
+@pytest.mark.skip(reason="at the demo's small sizes the static ranking puts a one-pass kernel (no key loop) "
+                  "above the rolling softmax; the extraction issue's ranking gap")
 def test_demo_finds_a_flash_attention_style_kernel(tmp_path, capsys):
     from eqiforge import cli
 

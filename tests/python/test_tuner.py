@@ -1,12 +1,16 @@
-"""The tuner: configuration spaces, successive halving (with a fake timer and
-clock), and the rule that a candidate which fails to run or gives wrong values
-or NaN is dropped and counted, never returned.
+"""The tuner: configuration spaces (the estimate's blocks first, neighbours
+within the cost model's legal range), successive halving (with a fake timer
+and clock), the rule that a candidate which fails to run or gives wrong values
+or NaN is dropped and counted, never returned, and the rule that a
+configuration which fails to compile drops that configuration, not its
+candidate.
 
 The candidates here are hand-written Triton modules with the emitted modules'
 interface, run in Triton's interpreter on CPU tensors, so these tests need
 neither a GPU nor the search.
 """
 
+import io
 import math
 
 import pytest
@@ -15,16 +19,18 @@ import torch
 from eqiforge.frontend.result import FrontendResult, InputInfo, OutputInfo
 from eqiforge.options import TOLERANCE, make_options
 from eqiforge.runtime.launch import Binding
+from eqiforge.runtime.progress import Progress
 from eqiforge.runtime.search import Candidate
 from eqiforge.runtime.tuner import (
     Config,
     HalvingRound,
     NoValidCandidate,
     Tuner,
-    block_choices,
-    config_space,
-    interleave,
+    make_space,
+    neighbours,
     program_dims,
+    shrink,
+    start_config,
     successive_halving,
 )
 
@@ -96,41 +102,95 @@ def test_halving_needs_a_measured_item():
 # ---- configuration spaces ----------------------------------------------------------
 
 
+def test_errors_from_inside_tritons_compiler_are_compile_errors():
+    from triton.runtime.errors import OutOfResources
+
+    from eqiforge.runtime.tuner import _is_compile_error, _is_out_of_resources
+
+    oor = OutOfResources(262144, 232448, "shared memory")
+    assert _is_compile_error(oor) and _is_out_of_resources(oor)
+    # An MLIR pass that fails raises a plain RuntimeError from the compiler.
+    code = compile("def lower():\n    raise RuntimeError('PassManager::run failed')\n",
+                   "/site-packages/triton/compiler/compiler.py", "exec")
+    scope = {}
+    exec(code, scope)
+    with pytest.raises(RuntimeError) as info:
+        scope["lower"]()
+    assert _is_compile_error(info.value) and not _is_out_of_resources(info.value)
+    assert not _is_compile_error(RuntimeError("launch refused"))
+
+
 def test_program_dims():
     text = "(program p\n  (dims (m 100) (k 8) (c_t.0 4))\n  (input x f32 [m k]))"
     assert program_dims(text) == {"m": 100, "k": 8, "c_t.0": 4}
     assert program_dims("(program p)") == {}
 
 
-def test_block_choices_are_capped_by_the_extent():
-    choices = block_choices({"m.0": "block_m0", "k.0": "block_k0"}, {"m": 100, "k": 8}, (16, 32, 64, 128, 256))
-    assert choices == {"block_m0": [16, 32, 64, 128], "block_k0": [8]}
+NESTED = {"m.0": "block_m0", "m.1": "block_m1", "n.0": "block_n0", "h.0": "block_h0"}
 
 
-def test_config_space_puts_the_estimate_first_and_respects_nesting():
-    opts = make_options(block_sizes=[16, 32, 64], num_warps=[4, 8], num_stages=[2])
-    program = "(program p (dims (m 64) (n 40)))"
-    cand = Candidate(3, program, 1e-6, {"m.0": 32, "m.1": 16, "n.0": 64})
-    params = {"m.0": "block_m0", "m.1": "block_m1", "n.0": "block_n0"}
-    import random
-
-    space = config_space(cand, params, opts, random.Random(0))
-    assert space[0] == Config(3, (("block_m0", 32), ("block_m1", 16), ("block_n0", 64)), 4, 2)
-    assert len(space) == len(set(space))
-    for c in space:
-        blocks = dict(c.blocks)
-        assert blocks["block_m1"] < blocks["block_m0"]
-        assert c.num_warps in (4, 8) and c.num_stages == 2
-    # m.0 in {16,32,64} with m.1 smaller: (32,16), (64,16), (64,32); n.0 in {16,32,64}; 2 warps.
-    assert len(space) == 3 * 3 * 2
-    # Same seed, same order.
-    assert config_space(cand, params, opts, random.Random(0)) == space
+def nested_space(estimate=None, **opts):
+    options = make_options(**{"block_sizes": [16, 32, 64], "num_warps": [2, 4, 8], "num_stages": [1, 2, 3], **opts})
+    return make_space(3, NESTED, {"m": 100, "n": 40, "h": 1}, options, estimate)
 
 
-def test_interleave_round_robins_over_candidates():
-    a = [Config(0, (("b", i),)) for i in range(3)]
-    b = [Config(1, (("b", i),)) for i in range(1)]
-    assert [c.rank for c in interleave([a, b])] == [0, 1, 0, 0]
+def test_space_caps_blocks_at_the_next_power_of_two_of_the_extent():
+    space = nested_space()
+    assert space.caps == {"block_m0": 128, "block_m1": 128, "block_n0": 64, "block_h0": 1}
+    assert space.outer == {"block_m1": "block_m0"}
+    # Outer levels before inner ones.
+    assert space.keywords.index("block_m0") < space.keywords.index("block_m1")
+    # An estimate is legal by the cost model's rules: no cap below it.
+    assert make_space(1, {"x.0": "block_x0"}, {}, make_options(), {"x.0": 1024}).caps == {"block_x0": 1024}
+
+
+def test_start_config_is_exactly_the_estimate():
+    estimate = {"m.0": 4, "m.1": 4, "n.0": 2048, "h.0": 1, "b.0": 1}  # b.0: a unit axis, not a keyword
+    cand = Candidate(3, "(program p)", 1e-6, estimate)
+    space = nested_space(estimate)
+    config = start_config(cand, NESTED, space)
+    assert config == Config(3, (("block_h0", 1), ("block_m0", 4), ("block_m1", 4), ("block_n0", 2048)), 4, 2)
+    # Options without 4 warps or 2 stages: the nearest allowed values.
+    other = nested_space(estimate, num_warps=[8, 16], num_stages=[3, 4])
+    assert (start_config(cand, NESTED, other).num_warps, start_config(cand, NESTED, other).num_stages) == (8, 3)
+    # Axes the estimate leaves out get the emitted module's defaults.
+    bare = start_config(Candidate(3, "(program p)", None, {}), NESTED, nested_space())
+    assert dict(bare.blocks) == {"block_m0": 64, "block_m1": 32, "block_n0": 64, "block_h0": 1}
+
+
+def test_neighbours_stay_legal_and_come_in_a_fixed_order():
+    space = nested_space()
+    c = Config(3, (("block_h0", 1), ("block_m0", 32), ("block_m1", 32), ("block_n0", 64)), 4, 2)
+    ns = neighbours(c, space)
+    assert ns == neighbours(c, space) and c not in ns and len(ns) == len(set(ns))
+    blocks = [dict(n.blocks) for n in ns]
+    for n, b in zip(ns, blocks):
+        assert all(v >= 1 and v & (v - 1) == 0 for v in b.values()), "blocks are powers of two"
+        assert all(b[k] <= space.caps[k] for k in b)
+        assert b["block_m1"] <= b["block_m0"]
+        assert b["block_h0"] == 1
+        # One step: one block doubled or halved, or warps or stages changed.
+        changed = [k for k in b if b[k] != dict(c.blocks)[k]]
+        assert len(changed) <= 2 and (changed or (n.num_warps, n.num_stages) != (4, 2))
+    assert blocks[0] == {"block_h0": 1, "block_m0": 64, "block_m1": 32, "block_n0": 64}  # m0 doubled first
+    # Halving m.0 halves m.1 with it (an inner level is never larger).
+    assert {"block_h0": 1, "block_m0": 16, "block_m1": 16, "block_n0": 64} in blocks
+    # m.1 cannot grow past m.0, n.0 not past its cap.
+    assert not any(b["block_m1"] == 64 and b["block_m0"] == 32 for b in blocks)
+    assert not any(b["block_n0"] == 128 for b in blocks)
+    assert [(n.num_warps, n.num_stages) for n in ns[-4:]] == [(8, 2), (2, 2), (4, 3), (4, 1)]
+
+
+def test_shrink_lowers_stages_first_then_halves_the_largest_block():
+    space = nested_space()
+    c = Config(3, (("block_h0", 1), ("block_m0", 128), ("block_m1", 64), ("block_n0", 64)), 4, 3)
+    fewer_stages = shrink(c, space, out_of_resources=True)
+    assert fewer_stages == Config(3, c.blocks, 4, 1)
+    smaller = shrink(fewer_stages, space, out_of_resources=True)
+    assert dict(smaller.blocks) == {"block_h0": 1, "block_m0": 64, "block_m1": 64, "block_n0": 64}
+    # Blocks of 16 or less do not shrink the (padded) tiles: nothing left.
+    tiny = Config(3, (("block_h0", 1), ("block_m0", 16), ("block_m1", 8), ("block_n0", 16)), 4, 1)
+    assert shrink(tiny, space, out_of_resources=True) is None
 
 
 # ---- the tuner on deliberately broken modules ---------------------------------------
@@ -177,6 +237,19 @@ NAN = module_source("tl.sqrt(-1.0 - tl.exp(x))")
 RAISES = module_source("tl.exp(x) * 2.0", extra='raise RuntimeError("launch refused")')
 # Right only for some block sizes: a bug that shows at block size 32.
 BLOCK_BUG = module_source("tl.exp(x) * 2.0 + (BLOCK_M0 == 32) * 1.0")
+
+
+def too_large_above(limit: int) -> str:
+    """A right module whose configurations with blocks above `limit` fail to
+    compile as Triton's do when a tile exceeds the shared memory."""
+    return module_source(
+        "tl.exp(x) * 2.0",
+        extra=f"if block_m0 > {limit}: raise triton.runtime.errors.OutOfResources(block_m0 * 4096, 232448, "
+              '"shared memory")',
+    )
+
+
+NEVER_COMPILES = too_large_above(0)
 PROGRAM = f"(program scale (dims (m {N})) (input x f32 [m]) (output y [m] (mul (exp x) 2)))"
 
 
@@ -196,8 +269,10 @@ def binding() -> Binding:
     return Binding(fe)
 
 
-def candidates(*sources: str) -> list[Candidate]:
-    return [Candidate(rank, PROGRAM, 1e-6 * rank, {}, source=src) for rank, src in enumerate(sources, start=1)]
+def candidates(*sources: str, blocks: list[dict] | None = None) -> list[Candidate]:
+    blocks = blocks or [{}] * len(sources)
+    return [Candidate(rank, PROGRAM, 1e-6 * rank, dict(b), source=src)
+            for rank, (src, b) in enumerate(zip(sources, blocks), start=1)]
 
 
 def example():
@@ -251,11 +326,12 @@ def test_verification_uses_fresh_inputs_not_the_examples():
 
 
 class FakeTimer:
-    """Times by configuration: candidate 2 is faster than 1, small blocks are
-    faster; the measurement error shrinks with the repetitions."""
+    """Times by configuration: candidate 2 is faster than 1, smaller blocks are
+    faster; each measurement advances the clock by its repetitions."""
 
-    def __init__(self, clock: FakeClock):
+    def __init__(self, clock: FakeClock, speed=None):
         self.clock = clock
+        self.speed = speed or {1: 2.0, 2: 1.0, 3: 1.5}
         self.seen = []
 
     def __call__(self, fn, rep_ms):
@@ -263,45 +339,156 @@ class FakeTimer:
         c = fn.config
         self.seen.append((c, rep_ms))
         self.clock.now += rep_ms / 1000
-        base = {1: 2.0, 2: 1.0}[c.rank] * (1 + dict(c.blocks)["block_m0"] / 100)
-        return base * 1e-6
+        return self.speed[c.rank] * (1 + dict(c.blocks)["block_m0"] / 100) * 1e-6
+
+
+def measured_tuner(sources, blocks=None, timer=None, progress=None, **opts):
+    clock = FakeClock()
+    timer = timer or FakeTimer(clock)
+    options = make_options(**{"block_sizes": [16, 32, 64], "num_warps": [4], "num_stages": [1, 2], "budget_s": 30,
+                              **opts})
+    tuner = Tuner(binding(), reference, example(), candidates(*sources, blocks=blocks), options, interpret=True,
+                  measure=True, timer=timer, clock=clock, lean=False, progress=progress)
+    return tuner, timer, clock
+
+
+def tried(tuner):
+    return [c for c, _ in tuner.history]
+
+
+def test_every_candidate_is_first_tried_at_its_estimate_before_any_exploration():
+    estimates = [{"m.0": 16}, {"m.0": 32}, {"m.0": 8}]
+    tuner, timer, _ = measured_tuner([GOOD, GOOD, GOOD], blocks=estimates)
+    result = tuner.run()
+    order = tried(tuner)
+    assert order[:3] == [Config(r, (("block_m0", b["m.0"]),), 4, 2) for r, b in enumerate(estimates, start=1)]
+    # Each timed once at its estimate before any neighbour was tried.
+    assert [c for c, _ in timer.seen[:3]] == order[:3] and {rep for _, rep in timer.seen[:3]} == {10.0}
+    # Then neighbours (halved blocks, other stages) of the fastest: candidate 2,
+    # whose small blocks are fastest, ends at block 1.
+    assert all(c not in order[:3] for c in order[3:]) and len(order) == len(set(order))
+    assert order[3].rank == 2
+    assert result.best.candidate.rank == 2 and dict(result.best.config.blocks) == {"block_m0": 1}
+    assert result.stats.explored == len(order) - 3 and result.stats.candidates_dropped == 0
+    # The same run again tries the same configurations in the same order.
+    again, _, _ = measured_tuner([GOOD, GOOD, GOOD], blocks=estimates)
+    again.run()
+    assert tried(again) == order
 
 
 def test_measured_tuner_times_only_verified_configurations():
-    clock = FakeClock()
-    timer = FakeTimer(clock)
-    opts = make_options(block_sizes=[16, 32, 64], num_warps=[4], num_stages=[1], budget_s=30)
-    tuner = Tuner(binding(), reference, example(), candidates(GOOD, BLOCK_BUG, WRONG), opts, interpret=True,
-                  measure=True, timer=timer, clock=clock, lean=False)
+    tuner, timer, _ = measured_tuner([GOOD, BLOCK_BUG, WRONG], blocks=[{"m.0": 64}, {"m.0": 64}, {"m.0": 16}])
     result = tuner.run()
     best = result.best
-    assert best.candidate.rank == 2 and dict(best.config.blocks) == {"block_m0": 16}
     s = result.stats
-    # Three configurations each; candidate 2 fails at block 32, candidate 3 everywhere.
-    assert s.configs_tried == 3 + 3 + 3
-    assert s.verify_failed == 1 + 3 and s.verified == 5
-    assert s.candidates_dropped == 1
+    # Candidate 2, the fastest, is wrong only at block 32, the neighbour of
+    # its estimate on the way down: that configuration is dropped, not the
+    # candidate, whose other neighbours are tried.
+    assert (Config(2, (("block_m0", 32),), 4, 2), "wrong values") in tuner.history
+    assert best.candidate.rank == 2 and dict(best.config.blocks)["block_m0"] == 64
     timed = {c for c, _ in timer.seen}
     assert all(c.rank != 3 for c in timed), "a wrong candidate was timed"
-    assert Config(2, (("block_m0", 32),), 4, 1) not in timed
-    # First round at 10 ms, then successive halving with more repetitions.
-    assert [r.rep_ms for r in s.rounds] == [30.0, 90.0]
-    assert timer.seen[-1] == (best.config, 90.0)
+    assert not any(c.rank == 2 and dict(c.blocks)["block_m0"] == 32 for c in timed)
+    # Candidate 3 gives wrong values at its estimate: dropped, not retried.
+    assert [c for c in tried(tuner) if c.rank == 3] == [Config(3, (("block_m0", 16),), 4, 2)]
+    assert s.candidates_dropped == 1
+    wrong = [c for c, what in tuner.history if what == "wrong values"]
+    assert s.verify_failed == len(wrong) and all(c.rank == 3 or dict(c.blocks)["block_m0"] == 32 for c in wrong)
+    assert s.verified == s.measurements - sum(r.measured for r in s.rounds)  # each verified one timed once first
+    # Successive halving at the end: more repetitions for the survivors.
+    assert s.rounds and [r.rep_ms for r in s.rounds] == [30.0 * 3 ** i for i in range(len(s.rounds))]
+    assert s.rounds[-1].alive == 1 and timer.seen[-1] == (best.config, s.rounds[-1].rep_ms)
 
 
-def test_measured_tuner_respects_the_budget():
+def test_a_configuration_that_does_not_compile_drops_only_that_configuration():
+    # Candidate 1, the fastest, compiles only with blocks of 16 or less; its estimate is 64.
+    out = io.StringIO()
+    clock = FakeClock()
+
+    def timer(fn, rep_ms):
+        # Fastest at block 16 with 2 stages; candidate 1 faster than 2.
+        fn()
+        clock.now += rep_ms / 1000
+        c = fn.config
+        return (1 + abs(math.log2(dict(c.blocks)["block_m0"]) - 4)) * (0.9 if c.num_stages == 2 else 1) * c.rank
+
+    tuner, _, _ = measured_tuner([too_large_above(16), GOOD], blocks=[{"m.0": 64}, {"m.0": 64}], timer=timer,
+                                 progress=Progress(verbose=1, stream=out), num_stages=[1, 2, 3])
+    tuner.clock = clock
+    result = tuner.run()
+    order = tried(tuner)
+    first = [c for c in order if c.rank == 1]
+    # Retried smaller: fewer stages, then halved blocks, until one compiles;
+    # candidate 2's estimate was tried before candidate 1's retries.
+    assert first[:4] == [Config(1, (("block_m0", 64),), 4, 2), Config(1, (("block_m0", 64),), 4, 1),
+                         Config(1, (("block_m0", 32),), 4, 1), Config(1, (("block_m0", 16),), 4, 1)]
+    assert order[:3] == [first[0], Config(2, (("block_m0", 64),), 4, 2), first[1]]
+    assert dict(tuner.history)[first[3]] == "verified"
+    s = result.stats
+    assert s.candidates_dropped == 0 and s.compile_failed == 3
+    assert [what for _, what in tuner.history].count("failed to compile") == 3
+    assert result.best.config == Config(1, (("block_m0", 16),), 4, 2)
+    # Configurations at least as large as one that ran out of resources are
+    # not tried: block 32 with 2 stages, a neighbour of the best, is skipped.
+    assert s.configs_skipped >= 1 and Config(1, (("block_m0", 32),), 4, 2) not in order
+    assert all(dict(c.blocks)["block_m0"] <= 16 for c in first[3:])
+    # Every failure is reported as it happens, with its cause.
+    log = out.getvalue()
+    assert "candidate 1 (block_m0=64, num_warps=4, num_stages=2): failed to compile: OutOfResources: " \
+           "out of resource: shared memory" in log
+    assert sum("failed to compile" in line for line in log.splitlines()) == 3
+    assert any("failed to compile: OutOfResources" in f for f in s.failures)
+
+
+def test_a_candidate_is_dropped_only_when_none_of_its_configurations_compiles():
+    tuner, _, _ = measured_tuner([NEVER_COMPILES, GOOD], blocks=[{"m.0": 64}, {"m.0": 32}])
+    result = tuner.run()
+    assert result.best.candidate.rank == 2
+    s = result.stats
+    ones = [what for c, what in tuner.history if c.rank == 1]
+    # Retried smaller until the limit of failed compilations (4), then dropped.
+    assert ones == ["failed to compile"] * 4
+    assert s.candidates_dropped == 1 and s.candidates_untried == 0
+
+    tuner, _, _ = measured_tuner([NEVER_COMPILES], blocks=[{"m.0": 64}])
+    with pytest.raises(NoValidCandidate) as info:
+        tuner.run()
+    message = str(info.value)
+    assert "4 configurations tried: 4 failed to compile, 0 failed to run, 0 gave wrong values" in message
+    assert "1 of 1 candidates dropped" in message and "OutOfResources" in message
+
+
+def test_the_budget_leaves_candidates_untried_and_says_so():
     clock = FakeClock()
 
     def slow_timer(fn, rep_ms):
         fn()
-        clock.now += 20.0  # every measurement takes 20 s of the 30 s budget
+        clock.now += 26.0  # past the exploration share of the 30 s budget
         return 1e-6
 
     opts = make_options(block_sizes=[16, 32, 64], num_warps=[4], num_stages=[1], budget_s=30)
     tuner = Tuner(binding(), reference, example(), candidates(GOOD, GOOD), opts, interpret=True, measure=True,
                   timer=slow_timer, clock=clock, lean=False)
     result = tuner.run()
-    # The first measurement ends past half the budget: no more configurations,
-    # and halving has nothing left to compare.
+    # The first measurement ends past the exploration share: no more
+    # configurations, and halving has nothing left to compare.
     assert tuner.stats.measurements == 1 and result.stats.rounds == []
-    assert math.isclose(result.stats.seconds, 20.0)
+    assert result.stats.candidates_untried == 1 and result.stats.candidates_dropped == 0
+    assert math.isclose(result.stats.seconds, 26.0)
+
+
+def test_no_candidate_within_the_budget_is_an_error_that_counts_the_untried():
+    clock = FakeClock()
+
+    def slow_source(cand):
+        clock.now += 20.0  # emitting and loading takes 20 s of the 30 s budget
+        return NEVER_COMPILES
+
+    opts = make_options(num_warps=[4], num_stages=[1], budget_s=30)
+    tuner = Tuner(binding(), reference, example(), candidates(GOOD, GOOD, GOOD, blocks=[{"m.0": 64}] * 3), opts,
+                  interpret=True, measure=True, timer=FakeTimer(clock), clock=clock, lean=False,
+                  source_of=slow_source)
+    with pytest.raises(NoValidCandidate) as info:
+        tuner.run()
+    assert "2 configurations tried: 2 failed to compile" in str(info.value)
+    assert "2 of 3 candidates dropped, 1 not tried within the budget of 30 s" in str(info.value)

@@ -8,7 +8,7 @@ import torch
 from eqiforge.options import make_options
 from eqiforge.runtime.launch import GraphRunner, LeanPathUnavailable, LeanRunner, ModuleRunner, make_runner
 from eqiforge.runtime.loader import load_module
-from eqiforge.runtime.tuner import Tuner
+from eqiforge.runtime.tuner import Config, Tuner
 from test_tuner import BLOCK_BUG, GOOD, NAN, WRONG, binding, candidates, module_source, reference
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -29,7 +29,12 @@ def test_tuner_on_the_gpu_times_only_verified_configurations():
     assert dict(best.config.blocks)["block_m0"] != 32 or best.candidate.rank == 4
     assert best.time_s is not None and 0 < best.time_s < 1e-2
     s = result.stats
-    assert s.verify_failed >= 2 + 4  # WRONG and NAN until dropped, BLOCK_BUG at block 32 (4 configs)
+    # WRONG and NAN are tried once each, at their first configuration (the
+    # module's default blocks, the warps nearest to 4), and dropped.
+    assert [c for c, _ in tuner.history[:2]] == [Config(r, (("block_m0", 64),), 2, 2) for r in (1, 2)]
+    assert [what for c, what in tuner.history if c.rank in (1, 2)] == ["wrong values", "wrong values"]
+    assert s.verify_failed >= 2 and s.candidates_dropped == 2
+    assert all(what != "verified" for c, what in tuner.history if c.rank == 3 and dict(c.blocks)["block_m0"] == 32)
     assert s.measurements >= s.verified
     assert s.rounds and s.rounds[-1].alive == 1
     x = torch.rand(N, device="cuda") * 4 - 2

@@ -5,13 +5,30 @@ block size per parallel axis, num_warps and num_stages. Before a
 configuration may be timed it is compiled and run on fresh random inputs and
 its outputs checked against PyTorch eager (verify.py); a configuration that
 fails to compile, to run or to verify is dropped and counted, never returned.
+A candidate is dropped only when none of the configurations tried for it
+verified.
 
-On a GPU, configurations are tried in static-rank order, interleaved over the
-candidates (each candidate's own estimate first, then a seeded sample of its
-space), each verified one timed once with a short repetition, until half of
-the budget is spent or the space is exhausted; then successive halving keeps
-the fastest third and times it again with three times the repetitions, until
-one is left or the budget is spent. Without a GPU (Triton's interpreter),
+On a GPU, tuning has two phases within the budget:
+
+1. Every candidate, in static-rank order, is compiled, verified and timed once
+   at the block sizes of its own estimate (extraction's ``block_sizes``, the
+   cost model's best legal choice) with 4 warps and 2 stages. When that fails
+   to compile (a tile too large for the registers or shared memory), the
+   candidate is retried smaller (fewer stages, then its largest block halved)
+   in later rounds, after every other candidate has had its first try.
+2. Successive halving with exploration: each round keeps the fastest third of
+   the previous round's configurations and tries their untried neighbours
+   (each block doubled or halved within the cost model's legal range, the next
+   num_warps and num_stages of the options), best survivor first, each timed
+   with a short repetition; a configuration at least as large as one that ran
+   out of resources is skipped. When the survivors' neighbourhoods are
+   explored, the fastest configuration with untried neighbours goes on. At
+   85% of the budget (or when nothing is left to try), the fastest nine are
+   timed again with three times the repetitions, keeping the fastest third
+   each time, until one is left or the budget is spent.
+
+The order of everything is fixed by the candidates' ranks, so a run is
+deterministic up to the timings. Without a GPU (Triton's interpreter),
 nothing is timed: the first candidate in static-rank order that verifies wins.
 
 Timing is GPU time (do_bench, L2 flushed between runs): it ranks kernels.
@@ -21,14 +38,13 @@ CUDA graphs) and shows in the report's per-call times.
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
 import math
-import random
 import re
 import time
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any, Callable, Hashable
 
 import torch
 
@@ -70,68 +86,142 @@ def _next_pow2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
 
-def block_choices(block_params: dict[str, str], dims: dict[str, int], sizes: Sequence[int]) -> dict[str, list[int]]:
-    """For each axis (by forward's keyword): the block sizes worth trying, the
-    option's sizes up to the next power of two of the extent the axis splits
-    (a dim smaller than every option gets its own next power of two)."""
-    out = {}
-    for axis, keyword in block_params.items():
-        dim, _, level = axis.rpartition(".")
-        extent = dims.get(dim)
-        if extent is None:
-            out[keyword] = sorted(sizes)
-            continue
-        cap = _next_pow2(extent)
-        # A level-n>0 axis splits the level n-1 block; pairs where it is not
-        # smaller are dropped in config_space.
-        fit = sorted(s for s in sizes if s <= cap)
-        out[keyword] = fit or [cap]
-    return out
+# The launch parameters a candidate starts from: what the emitted modules
+# default to, and a middle ground for Hopper-class GPUs.
+START_WARPS = 4
+START_STAGES = 2
+# Emitted kernels pad every tile dimension to at least 16 (tl.dot's minimum),
+# so halving a block of 16 or less does not make its tiles smaller: it is no
+# remedy for a configuration that ran out of registers or shared memory.
+_TILE_FLOOR = 16
 
 
-def config_space(candidate: Candidate, block_params: dict[str, str], options: Options, rng: random.Random,
-                 dims: dict[str, int] | None = None) -> list[Config]:
-    """The candidate's configurations in the order to try them: the estimate's
-    block sizes first (if extraction gave them), then a seeded shuffle of the
-    rest."""
-    dims = dims if dims is not None else program_dims(candidate.program)
-    choices = block_choices(block_params, dims, options.block_sizes)
-    keywords = sorted(choices)
-    # Nested axes of one dim: the inner block must be smaller than the outer.
-    nested = []
+@dataclass
+class Space:
+    """Where one candidate's configurations may go, by the cost model's rules:
+    block sizes are powers of two from 1 up to the next power of two of what
+    the axis splits (its dim's extent at level 0), and an inner level of a dim
+    is never larger than its outer level; warps and stages come from the
+    options. Axes whose block is fixed to 1 (the module's UNIT_AXES) have no
+    keyword and so never change."""
+
+    rank: int
+    keywords: list[str]              # forward's block keywords, outer levels before inner ones
+    caps: dict[str, int]             # the largest legal block of each keyword
+    outer: dict[str, str]            # keyword -> keyword of the enclosing level of the same dim
+    num_warps: tuple[int, ...]
+    num_stages: tuple[int, ...]
+
+    def normalize(self, blocks: dict[str, int]) -> dict[str, int]:
+        """Inner levels clamped to their outer level's block, as the cost model does."""
+        for kw in self.keywords:
+            if kw in self.outer:
+                blocks[kw] = min(blocks[kw], blocks[self.outer[kw]])
+        return blocks
+
+    def config(self, blocks: dict[str, int], num_warps: int, num_stages: int) -> Config:
+        return Config(self.rank, tuple(sorted(blocks.items())), num_warps, num_stages)
+
+
+def make_space(rank: int, block_params: dict[str, str], dims: dict[str, int], options: Options,
+               estimate: dict[str, int] | None = None) -> Space:
+    """The legal space of a candidate whose module has `block_params` ({axis:
+    keyword}, e.g. {"k.0": "block_k0", "k.1": "block_k1"}) in a program with
+    dim extents `dims`. `estimate` ({axis: block}) is legal by definition: no
+    cap is set below it."""
+    estimate = estimate or {}
+    level = {}
+    outer = {}
     for axis, kw in block_params.items():
-        dim, _, level = axis.rpartition(".")
-        if level.isdigit() and int(level) > 0 and f"{dim}.{int(level) - 1}" in block_params:
-            nested.append((block_params[f"{dim}.{int(level) - 1}"], kw))
-
-    def legal(blocks: dict[str, int]) -> bool:
-        return all(blocks[inner] < blocks[outer] for outer, inner in nested)
-
-    space = []
-    for values in itertools.product(*(choices[k] for k in keywords)):
-        blocks = dict(zip(keywords, values))
-        if not legal(blocks):
-            continue
-        for w in options.num_warps:
-            for s in options.num_stages:
-                space.append(Config(candidate.rank, tuple(sorted(blocks.items())), w, s))
-    rng.shuffle(space)
-    first = []
-    if candidate.blocks:
-        est = {block_params[a]: v for a, v in candidate.blocks.items() if a in block_params}
-        if set(est) == set(keywords):
-            w = 4 if 4 in options.num_warps else options.num_warps[0]
-            s = 2 if 2 in options.num_stages else options.num_stages[0]
-            first = [Config(candidate.rank, tuple(sorted(est.items())), w, s)]
-    return first + [c for c in space if c not in first]
+        dim, _, lv = axis.rpartition(".")
+        level[kw] = int(lv) if lv.isdigit() else 0
+        if level[kw] > 0 and f"{dim}.{level[kw] - 1}" in block_params:
+            outer[kw] = block_params[f"{dim}.{level[kw] - 1}"]
+    keywords = sorted(block_params.values(), key=lambda kw: (level[kw], list(block_params.values()).index(kw)))
+    caps = {}
+    fallback = max(options.block_sizes)
+    for axis, kw in block_params.items():
+        dim = axis.rpartition(".")[0]
+        # What a level-0 axis splits is its dim; an inner level is further
+        # bounded by its outer level's block (Space.normalize). A dim whose
+        # extent the program does not declare gets the options' largest size.
+        cap = _next_pow2(dims[dim]) if dim in dims else fallback
+        if axis in estimate:
+            cap = max(cap, _next_pow2(estimate[axis]))
+        caps[kw] = cap
+    return Space(rank, keywords, caps, outer, tuple(sorted(set(options.num_warps))),
+                 tuple(sorted(set(options.num_stages))))
 
 
-def interleave(lists: list[list[Config]]) -> list[Config]:
-    """Round-robin over the candidates' lists, in rank order."""
-    out = []
-    for group in itertools.zip_longest(*lists):
-        out.extend(c for c in group if c is not None)
-    return out
+def _preferred(values: tuple[int, ...], want: int) -> int:
+    """`want` if the options allow it, else the allowed value nearest to it."""
+    return want if want in values else min(values, key=lambda v: (abs(v - want), v))
+
+
+def start_config(candidate: Candidate, block_params: dict[str, str], space: Space) -> Config:
+    """The configuration a candidate is tried at first: exactly the block sizes
+    of its static estimate, with START_WARPS and START_STAGES. Axes the
+    estimate does not size (an extraction without block sizes) get the emitted
+    module's defaults: min(next power of two of the extent, 64) at level 0,
+    half the outer block inside."""
+    est = {block_params[a]: int(v) for a, v in candidate.blocks.items() if a in block_params}
+    blocks: dict[str, int] = {}
+    for kw in space.keywords:
+        if kw in est:
+            blocks[kw] = est[kw]
+        elif kw in space.outer:
+            blocks[kw] = max(1, blocks[space.outer[kw]] // 2)
+        else:
+            blocks[kw] = min(space.caps[kw], 64)
+    return space.config(blocks, _preferred(space.num_warps, START_WARPS), _preferred(space.num_stages, START_STAGES))
+
+
+def _adjacent(values: tuple[int, ...], v: int) -> list[int]:
+    """The allowed values just above and just below v."""
+    above = [x for x in values if x > v]
+    below = [x for x in values if x < v]
+    return ([min(above)] if above else []) + ([max(below)] if below else [])
+
+
+def neighbours(config: Config, space: Space) -> list[Config]:
+    """The configurations one step from `config`, in a fixed order: each block
+    doubled, then halved (keyword by keyword, staying legal), then the next
+    num_warps up and down, then the next num_stages up and down."""
+    blocks = dict(config.blocks)
+    out: list[Config] = []
+    for kw in space.keywords:
+        b = blocks[kw]
+        for nb in (b * 2, b // 2):
+            if nb < 1 or nb > space.caps[kw] or (kw in space.outer and nb > blocks[space.outer[kw]]):
+                continue
+            out.append(space.config(space.normalize({**blocks, kw: nb}), config.num_warps, config.num_stages))
+    for w in _adjacent(space.num_warps, config.num_warps):
+        out.append(dataclasses.replace(config, num_warps=w))
+    for s in _adjacent(space.num_stages, config.num_stages):
+        out.append(dataclasses.replace(config, num_stages=s))
+    seen: set[Config] = {config}
+    unique = []
+    for c in out:
+        if c not in seen:
+            seen.add(c)
+            unique.append(c)
+    return unique
+
+
+def shrink(config: Config, space: Space, out_of_resources: bool) -> Config | None:
+    """A smaller configuration to try after `config` failed: fewer pipeline
+    stages when it ran out of resources (the stages multiply the shared memory
+    of pipelined loads), else its largest block above the tile floor halved;
+    None when there is nothing left to shrink."""
+    if out_of_resources and config.num_stages > space.num_stages[0]:
+        return dataclasses.replace(config, num_stages=space.num_stages[0])
+    blocks = dict(config.blocks)
+    big = [kw for kw in space.keywords if blocks[kw] > _TILE_FLOOR]
+    if not big:
+        return None
+    kw = max(big, key=lambda k: blocks[k])  # the first of the largest, in keyword order
+    blocks[kw] //= 2
+    return space.config(space.normalize(blocks), config.num_warps, config.num_stages)
 
 
 # ---- successive halving --------------------------------------------------------------
@@ -195,13 +285,22 @@ class NoValidCandidate(RuntimeError):
 @dataclass
 class TuneStats:
     candidates: int = 0
+    # Configurations compiled and run (each counted once in one of the next
+    # four, except one that verified and then failed while timing).
     configs_tried: int = 0
-    compile_failed: int = 0
+    compile_failed: int = 0       # configurations (and modules that did not import)
     run_failed: int = 0
     verify_failed: int = 0
     verified: int = 0
     measurements: int = 0
+    # Candidates none of whose tried configurations verified (or whose module
+    # could not be emitted), and candidates the budget left untried.
     candidates_dropped: int = 0
+    candidates_untried: int = 0
+    # Neighbour configurations tried while exploring (phase 2), and those not
+    # tried because they are at least as large as one that ran out of resources.
+    explored: int = 0
+    configs_skipped: int = 0
     seconds: float = 0.0
     rounds: list[HalvingRound] = field(default_factory=list)
     # The first few failures, one line each, for reports and errors.
@@ -242,17 +341,40 @@ class TuneResult:
 
 
 def _is_compile_error(e: BaseException) -> bool:
-    """Errors raised while Triton compiles (or refuses) a kernel."""
+    """Errors raised while Triton compiles (or refuses) a kernel: its compile
+    and resource errors by type, and anything raised from inside its compiler
+    or backends (an MLIR pass that fails raises a plain RuntimeError)."""
     mod = type(e).__module__ or ""
-    return mod.startswith("triton.compiler") or type(e).__name__ in ("OutOfResources", "CompilationError")
+    if mod.startswith("triton.compiler") or type(e).__name__ in ("OutOfResources", "CompilationError", "PTXASError"):
+        return True
+    tb = e.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename.replace("\\", "/")
+        if "/triton/compiler/" in name or "/triton/backends/" in name:
+            return True
+        tb = tb.tb_next
+    return False
 
 
-# A candidate is given up after this many wrong or failed runs, or this many
-# failed compilations, with no configuration verified: wrong values point at
-# the candidate, while compilation fails for single configurations too (too
-# large a tile for the registers or shared memory).
-_MAX_WRONG_WITHOUT_SUCCESS = 3
-_MAX_COMPILE_FAILURES_WITHOUT_SUCCESS = 8
+def _is_out_of_resources(e: BaseException) -> bool:
+    return type(e).__name__ == "OutOfResources" or "out of resource" in str(e).lower()
+
+
+# Compilation fails for single configurations (too large a tile for the
+# registers or shared memory) and a smaller one may compile: a candidate whose
+# first configuration failed to compile is retried smaller, up to this many
+# failed compilations in all. Wrong values or a failed run point at the
+# candidate: it is not retried.
+_MAX_COMPILE_FAILURES_WITHOUT_SUCCESS = 4
+# Repetitions (ms of do_bench) of a configuration's first timing, and the
+# share of the budget after which no new configuration is started (the rest
+# times the survivors again with more repetitions).
+_FIRST_REP_MS = 10.0
+_EXPLORE_SHARE = 0.85
+_ETA = 3
+# How many of the fastest configurations the final successive halving starts
+# from (two rounds with eta 3).
+_FINAL_HALVING = 9
 
 
 class Tuner:
@@ -287,9 +409,20 @@ class Tuner:
         with torch.no_grad():
             self.references = binding.flat_outputs(reference(*self.args))
         self.modules: dict[int, types.ModuleType | None] = {}
-        self._wrong: dict[int, int] = {}
+        self.spaces: dict[int, Space] = {}
+        # Every configuration tried, in order, with what became of it:
+        # "verified", "failed to compile", "failed to run", "wrong values",
+        # "failed while timing".
+        self.history: list[tuple[Config | None, str]] = []
+        self._tried: set[Config] = set()
+        self._attempted: set[int] = set()   # ranks with a module that failed or a configuration tried
         self._compile_failures: dict[int, int] = {}
         self._successes: dict[int, int] = {}
+        self._too_large: dict[int, list[Config]] = {}
+        # How the last configuration evaluated failed: "compile" (then
+        # whether it ran out of resources), "run", "wrong", or None.
+        self._last_failure: str | None = None
+        self._last_out_of_resources = False
 
     # -- one configuration --
 
@@ -302,17 +435,39 @@ class Tuner:
                 raise
             except Exception as e:  # noqa: BLE001 -- a candidate that cannot be emitted or imported is dropped
                 self.stats.compile_failed += 1
-                self.stats.candidates_dropped += 1
-                self.stats.note(f"candidate {cand.rank}: could not be emitted or imported: {_one_line(e)}")
+                self._attempted.add(cand.rank)
+                self._failure(f"candidate {cand.rank}: could not be emitted or imported: {_one_line(e)}")
                 self.modules[cand.rank] = None
         return self.modules[cand.rank]
+
+    def _space(self, cand: Candidate) -> Space | None:
+        """The candidate's legal space (None if its module does not load)."""
+        if cand.rank not in self.spaces:
+            module = self._module(cand)
+            if module is None:
+                return None
+            self.spaces[cand.rank] = make_space(cand.rank, dict(getattr(module, "BLOCK_PARAMS", {})),
+                                                program_dims(cand.program), self.options, cand.blocks)
+        return self.spaces[cand.rank]
+
+    def _failure(self, line: str) -> None:
+        """A configuration or candidate that failed: kept for reports and
+        errors, and shown as it happens (verbose), so that a run on a GPU says
+        why."""
+        self.stats.note(line)
+        if self.progress is not None:
+            self.progress.info(line)
 
     def evaluate(self, cand: Candidate, config: Config | None) -> Trial | None:
         """Compiles and verifies one configuration (None: the module's defaults)."""
         module = self._module(cand)
         if module is None:
             return None
+        self._attempted.add(cand.rank)
+        if config is not None:
+            self._tried.add(config)
         self.stats.configs_tried += 1
+        self._last_failure, self._last_out_of_resources = None, False
         params = config.params() if config is not None else {}
         label = config.describe() if config is not None else f"candidate {cand.rank} (default launch parameters)"
         try:
@@ -323,22 +478,28 @@ class Tuner:
         except Exception as e:  # noqa: BLE001 -- any failure drops this configuration
             if _is_compile_error(e):
                 self.stats.compile_failed += 1
-                self.stats.note(f"{label}: failed to compile: {_one_line(e)}")
                 self._compile_failures[cand.rank] = self._compile_failures.get(cand.rank, 0) + 1
+                self._last_failure, self._last_out_of_resources = "compile", _is_out_of_resources(e)
+                if self._last_out_of_resources and config is not None:
+                    self._too_large.setdefault(cand.rank, []).append(config)
+                self.history.append((config, "failed to compile"))
+                self._failure(f"{label}: failed to compile: {_one_line(e)}")
             else:
                 self.stats.run_failed += 1
-                self.stats.note(f"{label}: failed to run: {_one_line(e)}")
-                self._wrong[cand.rank] = self._wrong.get(cand.rank, 0) + 1
+                self._last_failure = "run"
+                self.history.append((config, "failed to run"))
+                self._failure(f"{label}: failed to run: {_one_line(e)}")
             return None
         outs = self.binding_outputs(outputs)
         verdict: Verdict = compare(outs, self.references, [o.name for o in self.binding.outputs])
         if not verdict.ok:
             self.stats.verify_failed += 1
-            self.stats.note(f"{label}: {verdict.reason or f'relative L2 error {verdict.error:.3g} > {TOLERANCE:g}'}")
-            self._wrong[cand.rank] = self._wrong.get(cand.rank, 0) + 1
+            self._last_failure = "wrong"
+            self.history.append((config, "wrong values"))
+            self._failure(f"{label}: {verdict.reason or f'relative L2 error {verdict.error:.3g} > {TOLERANCE:g}'}")
             return None
         self.stats.verified += 1
-        self._successes[cand.rank] = self._successes.get(cand.rank, 0) + 1
+        self.history.append((config, "verified"))
         return Trial(config or Config(cand.rank, ()), cand, module, verdict.error)
 
     def binding_outputs(self, outputs) -> list[torch.Tensor]:
@@ -349,11 +510,26 @@ class Tuner:
             flat.extend(outputs[len(self.binding.outputs):])
         return flat
 
-    def _abandoned(self, rank: int) -> bool:
-        if self._successes.get(rank, 0):
-            return False
-        return (self._wrong.get(rank, 0) >= _MAX_WRONG_WITHOUT_SUCCESS
-                or self._compile_failures.get(rank, 0) >= _MAX_COMPILE_FAILURES_WITHOUT_SUCCESS)
+    def _retry(self, cand: Candidate, config: Config, space: Space) -> Config | None:
+        """What to try next for a candidate whose `config` just failed and none
+        of whose configurations has verified: a smaller configuration after a
+        failed compilation (while fewer than the limit have failed), else
+        nothing."""
+        if (self._last_failure != "compile" or self._successes.get(cand.rank, 0)
+                or self._compile_failures.get(cand.rank, 0) >= _MAX_COMPILE_FAILURES_WITHOUT_SUCCESS):
+            return None
+        retry = shrink(config, space, self._last_out_of_resources)
+        return None if retry is None or retry in self._tried else retry
+
+    def _dominated(self, config: Config) -> bool:
+        """At least as large as a configuration of the same candidate that ran
+        out of resources: every block and the stages no smaller, the same warps."""
+        blocks = dict(config.blocks)
+        for f in self._too_large.get(config.rank, []):
+            if (f.num_warps == config.num_warps and config.num_stages >= f.num_stages
+                    and all(blocks.get(k, 0) >= v for k, v in f.blocks)):
+                return True
+        return False
 
     def measure(self, trial: Trial, rep_ms: float) -> float:
         if trial.runner is None:
@@ -362,6 +538,22 @@ class Tuner:
         trial.time_s, trial.rep_ms = t, rep_ms
         self.stats.measurements += 1
         return t
+
+    def _try(self, cand: Candidate, config: Config, rep_ms: float) -> Trial | None:
+        """Compiles, verifies and times one configuration."""
+        trial = self.evaluate(cand, config)
+        if trial is None:
+            return None
+        try:
+            self.measure(trial, rep_ms)
+        except Exception as e:  # noqa: BLE001 -- a configuration that cannot be timed is dropped
+            self.stats.run_failed += 1
+            self._last_failure = "run"
+            self.history[-1] = (config, "failed while timing")
+            self._failure(f"{config.describe()}: failed while timing: {_one_line(e)}")
+            return None
+        self._successes[cand.rank] = self._successes.get(cand.rank, 0) + 1
+        return trial
 
     # -- whole runs --
 
@@ -372,14 +564,26 @@ class Tuner:
                 return self._run_static()
             return self._run_measured(start)
         finally:
+            self._count_candidates()
             self.stats.seconds = self.clock() - start
 
+    def _count_candidates(self) -> None:
+        self.stats.candidates_dropped = sum(1 for r in self._attempted if not self._successes.get(r, 0))
+        self.stats.candidates_untried = len({c.rank for c in self.candidates} - self._attempted)
+
     def _fail(self) -> NoValidCandidate:
-        lines = "\n  ".join(self.stats.failures) or "no candidates"
+        self._count_candidates()
+        s = self.stats
+        lines = "\n  ".join(s.failures) or "no candidates"
+        untried = ""
+        if s.candidates_untried:
+            untried = (f", {s.candidates_untried} not tried within the budget of {self.options.budget_s:g} s"
+                       if self.measured else f", {s.candidates_untried} not tried")
         return NoValidCandidate(
             f"no candidate compiled and matched PyTorch eager (relative L2 error <= {TOLERANCE:g}): "
-            f"{self.stats.compile_failed} failed to compile, {self.stats.run_failed} failed to run, "
-            f"{self.stats.verify_failed} gave wrong values\n  {lines}"
+            f"{s.configs_tried} configurations tried: {s.compile_failed} failed to compile, "
+            f"{s.run_failed} failed to run, {s.verify_failed} gave wrong values; "
+            f"{s.candidates_dropped} of {s.candidates} candidates dropped{untried}\n  {lines}"
         )
 
     def _run_static(self) -> TuneResult:
@@ -397,59 +601,110 @@ class Tuner:
                 config = Config(cand.rank, tuple(sorted((block_params[a], cand.blocks[a]) for a in block_params)))
             trial = self.evaluate(cand, config)
             if trial is None:
-                self.stats.candidates_dropped += 1
                 continue
+            self._successes[cand.rank] = 1
             trials.append(trial)
             return TuneResult(trial, self.stats, trials)
         raise self._fail()
 
     def _run_measured(self, start: float) -> TuneResult:
-        budget = self.options.budget_s
-        deadline = start + budget
-        first_phase_end = start + budget / 2
-        rng = random.Random(self.options.seed)
-        spaces = []
-        for cand in self.candidates:
-            module = self._module(cand)
-            if module is None:
-                spaces.append([])
-                continue
-            spaces.append(config_space(cand, dict(getattr(module, "BLOCK_PARAMS", {})), self.options, rng))
-        queue = interleave(spaces)
+        deadline = start + self.options.budget_s
+        explore_end = start + self.options.budget_s * _EXPLORE_SHARE
         by_rank = {c.rank: c for c in self.candidates}
         trials: list[Trial] = []
-        rep0 = 10.0
-        for i, config in enumerate(queue):
-            if (trials and self.clock() >= first_phase_end) or self.clock() >= deadline:
-                break
-            if self._abandoned(config.rank):
-                continue
-            trial = self.evaluate(by_rank[config.rank], config)
-            if trial is None:
-                if self._abandoned(config.rank):
-                    self.stats.candidates_dropped += 1
-                continue
-            try:
-                self.measure(trial, rep0)
-            except Exception as e:  # noqa: BLE001 -- a configuration that cannot be timed is dropped
-                self.stats.run_failed += 1
-                self.stats.note(f"{config.describe()}: failed while timing: {_one_line(e)}")
-                continue
-            trials.append(trial)
-            best = min(trials, key=lambda t: t.time_s)
-            self._progress(f"tuning: {len(trials)} verified", len(queue) - i - 1, best)
+
+        def out_of_time() -> bool:
+            # No new configuration past the deadline, nor past the exploration
+            # share once something has been measured.
+            now = self.clock()
+            return now >= deadline or (bool(trials) and now >= explore_end)
+
+        def best() -> Trial | None:
+            return min(trials, key=lambda t: t.time_s) if trials else None
+
+        # Phase 1: every candidate at its estimate's configuration, in rank
+        # order; candidates that failed are retried smaller in later rounds.
+        todo: list[tuple[Candidate, Config | None]] = [(c, None) for c in self.candidates]
+        while todo and not out_of_time():
+            retries = []
+            for i, (cand, config) in enumerate(todo):
+                if out_of_time():
+                    break
+                space = self._space(cand)
+                if space is None:
+                    continue
+                if config is None:
+                    config = start_config(cand, dict(getattr(self.modules[cand.rank], "BLOCK_PARAMS", {})), space)
+                trial = self._try(cand, config, _FIRST_REP_MS)
+                if trial is not None:
+                    trials.append(trial)
+                else:
+                    retry = self._retry(cand, config, space)
+                    if retry is not None:
+                        retries.append((cand, retry))
+                self._progress(f"tuning: {len(trials)} verified", len(todo) - i - 1 + len(retries), best())
+            todo = retries
         if not trials:
             raise self._fail()
-        index = {id(t): t for t in trials}
+
+        # Phase 2: successive halving over the measured configurations and
+        # their neighbours: each round keeps the fastest third of the previous
+        # round's survivors and their neighbours, and tries the survivors'
+        # untried neighbours, best survivor first, until the budget's
+        # exploration share is spent or no configuration timed has an untried
+        # neighbour.
+        pool = list(trials)
+        keep = len(pool)
+        while not out_of_time():
+            keep = max(1, math.ceil(keep / _ETA))
+            survivors = sorted(pool, key=lambda t: t.time_s)[:keep]
+            fresh: list[Config] = []
+            for survivor in survivors:
+                for c in neighbours(survivor.config, self.spaces[survivor.config.rank]):
+                    if c not in self._tried and c not in fresh:
+                        fresh.append(c)
+            if not fresh:
+                # The survivors' neighbourhoods are explored: go on from the
+                # fastest configuration timed that has untried neighbours.
+                for t in sorted(trials, key=lambda t: t.time_s):
+                    fresh = [c for c in neighbours(t.config, self.spaces[t.config.rank]) if c not in self._tried]
+                    if fresh:
+                        survivors = [t]
+                        break
+            if not fresh:
+                break
+            new = []
+            for j, c in enumerate(fresh):
+                if out_of_time():
+                    break
+                if self._dominated(c):
+                    # At least as large as one that ran out of resources (in
+                    # this round too): it would not compile either.
+                    self._tried.add(c)
+                    self.stats.configs_skipped += 1
+                    continue
+                self.stats.explored += 1
+                trial = self._try(by_rank[c.rank], c, _FIRST_REP_MS)
+                if trial is not None:
+                    trials.append(trial)
+                    new.append(trial)
+                self._progress(f"exploring neighbours of the best {len(survivors)}: {len(trials)} verified",
+                               len(fresh) - j - 1, best())
+            pool = survivors + new
+
+        # The final halving starts from the fastest few of every configuration
+        # timed, not only the last round's: a short first timing can be noisy.
+        final = sorted(trials, key=lambda t: t.time_s)[:_FINAL_HALVING]
+        index = {id(t): t for t in final}
 
         def remeasure(key, rep_ms):
             t = self.measure(index[key], rep_ms)
-            self._progress(f"successive halving, {rep_ms:g} ms per configuration", None,
-                           min(trials, key=lambda x: x.time_s))
+            self._progress(f"successive halving, {rep_ms:g} ms per configuration", None, best())
             return t
 
         best_key, _, rounds = successive_halving(
-            {id(t): t.time_s for t in trials}, remeasure, rep_ms=rep0, deadline=deadline, clock=self.clock
+            {id(t): t.time_s for t in final}, remeasure, rep_ms=_FIRST_REP_MS, deadline=deadline, clock=self.clock,
+            eta=_ETA,
         )
         self.stats.rounds = rounds
         return TuneResult(index[best_key], self.stats, trials)
