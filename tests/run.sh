@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Runs every test of the project, installing what is missing first:
 #   1. the C++ suite: configure + build in build/ (Release), then ctest;
-#   2. the Python suite: `pip install .`, then pytest on tests/python.
-# Usage: bash tests/run.sh      (from anywhere; EQF_JOBS=N sets build parallelism)
+#   2. the Python suite: `pip install .`, then pytest on tests/python;
+#   3. the C++ suite again under AddressSanitizer + UBSan (tests/sanitize.sh,
+#      in build-asan/): a memory error, a leak or undefined behaviour that the
+#      plain run does not notice fails here.
+# Usage: bash tests/run.sh      (from anywhere)
+#   EQF_JOBS=N              build and test parallelism (default 2)
+#   EQF_SANITIZE_STAGE=0    skip stage 3 (default 1: run it; CI runs it)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -58,6 +63,22 @@ step "Python: pip install ."
 
 step "Python: pytest"
 "$PY" -m pytest tests/python -q || status=1
+
+# ---- sanitizers ------------------------------------------------------------------------
+# Last, so a quick failure above is reported first. It builds the whole suite
+# a second time, instrumented, and runs ctest on it: about 12 minutes from
+# scratch on 2 cores (docs/reliability.md has the figures).
+case "${EQF_SANITIZE_STAGE:-1}" in
+  0) step "C++ under ASan + UBSan: skipped (EQF_SANITIZE_STAGE=0)" ;;
+  1)
+    step "C++ under ASan + UBSan (tests/sanitize.sh, build-asan/)"
+    EQF_JOBS="$JOBS" bash tests/sanitize.sh || status=1
+    ;;
+  *)
+    echo "EQF_SANITIZE_STAGE must be 0 or 1, not '${EQF_SANITIZE_STAGE}'" >&2
+    status=1
+    ;;
+esac
 
 if [ "$status" -ne 0 ]; then
   step "FAILED: see the failing tests above"

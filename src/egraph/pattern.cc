@@ -4,25 +4,67 @@
 #include "eqiforge/ir/diagnostic.h"
 #include "eqiforge/ir/op.h"
 #include "eqiforge/ir/sexpr.h"
+#include "ir/sexpr_release.h"
 
 namespace eqf {
 namespace {
 
+// Parses a pattern bottom-up with an explicit stack of the op nodes still
+// open (the innermost last), so a deep pattern is bounded by the reader's
+// kSExprMaxDepth and not by the native stack. Nodes come out in postorder,
+// children before parents, and a node's attribute variables are met before
+// its children's variables (the order in which variables get their words).
 class PatternParser {
  public:
   PatternParser(const std::string& file, std::vector<PatternVar>& vars, bool define, int& words)
       : file_(file), vars_(vars), define_(define), words_(words) {}
 
-  int parse(const SExpr& e, std::vector<PatternNode>& out) {
-    if (e.is_atom()) return parse_atom(e, out);
+  int parse(const SExpr& root, std::vector<PatternNode>& out) {
+    if (root.is_atom()) return parse_atom(root, out);
+    std::vector<Open> open;
+    open.push_back(open_node(root));
+    int done = -1;  // the node just finished, for its parent
+    while (!open.empty()) {
+      Open& top = open.back();
+      if (done >= 0) {
+        top.node.children.push_back(done);
+        done = -1;
+      }
+      if (top.next < top.children.size()) {
+        const SExpr& child = *top.children[top.next++];
+        if (child.is_atom())
+          top.node.children.push_back(parse_atom(child, out));
+        else
+          open.push_back(open_node(child));  // invalidates `top`
+        continue;
+      }
+      out.push_back(std::move(top.node));
+      done = int(out.size()) - 1;
+      open.pop_back();
+    }
+    return done;
+  }
+
+ private:
+  // An op node whose attributes are parsed and whose children are not yet
+  // all parsed.
+  struct Open {
+    PatternNode node;
+    std::vector<const SExpr*> children;  // the child expressions, in order
+    size_t next = 0;                     // the next child to parse
+  };
+
+  Open open_node(const SExpr& e) {
     if (e.kind != SExpr::Kind::List || e.items.empty() || !e.items[0].is_atom())
       fail(e, "expected a pattern: ?var, a number, an input name or (op attributes... children...), got `" +
                   sexpr_text(e) + "`");
     const std::string& head = e.items[0].atom;
-    PatternNode node;
+    Open o;
+    PatternNode& node = o.node;
     std::vector<const SExpr*> args;
     for (size_t i = 1; i < e.items.size(); ++i) args.push_back(&e.items[i]);
-    // (sum d X) and (max d X) are (reduce d + X) and (reduce d max X).
+    // (sum d X) and (max d X) are (reduce d + X) and (reduce d max X). The
+    // inserted reduction is an attribute, so it is used only here.
     SExpr red_sugar;
     if (head == "sum" || head == "max") {
       node.op = Op::Reduce;
@@ -48,6 +90,12 @@ class PatternParser {
       fail(e, std::string(info.name) + " expects " + expected + ", got " + std::to_string(args.size()) +
                   " argument(s) in `" + sexpr_text(e) + "`");
     }
+    // A wider node could never match (the e-graph refuses such e-nodes) and
+    // its count would not fit the matcher's Atom::num_children.
+    if (given_children > Pattern::kMaxChildren)
+      fail(e, std::string(info.name) + " has " + std::to_string(given_children) +
+                  " children in a pattern; a pattern node takes at most " +
+                  std::to_string(Pattern::kMaxChildren) + " (the e-graph's limit on an e-node's children)");
     std::string where = "the attributes of " + std::string(info.name);
     for (int a = 0; a < num_attrs; ++a) {
       const SExpr& arg = *args[a];
@@ -58,12 +106,11 @@ class PatternParser {
         parse_attr(arg, info.attrs[a], node.attrs, slot, file_, where);
       }
     }
-    for (size_t c = num_attrs; c < args.size(); ++c) node.children.push_back(parse(*args[c], out));
-    out.push_back(std::move(node));
-    return int(out.size()) - 1;
+    o.children.assign(args.begin() + num_attrs, args.end());
+    node.children.reserve(o.children.size());
+    return o;
   }
 
- private:
   int parse_atom(const SExpr& e, std::vector<PatternNode>& out) {
     PatternNode node;
     double v = 0;
@@ -128,6 +175,7 @@ Pattern Pattern::parse(std::string_view text, const std::string& file) {
 Pattern Pattern::parse_with(std::string_view text, const std::string& file, std::vector<PatternVar>& vars,
                             bool define) {
   std::vector<SExpr> items = read_sexprs(text, file);
+  ReleaseSExprs release_on_exit(items);  // a deep tree, freed without deep recursion
   if (items.size() != 1)
     throw Error(file, items.empty() ? SourceLoc{} : items[1].loc,
                 "expected exactly one pattern, got " + std::to_string(items.size()) + " in `" +

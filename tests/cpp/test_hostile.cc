@@ -10,6 +10,7 @@
 // end under "regressions" pin bugs found by fuzzing and by these tests.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,14 +18,18 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "eqiforge/egraph/egraph.h"
+#include "eqiforge/egraph/ematch.h"
 #include "eqiforge/egraph/pattern.h"
 #include "eqiforge/egraph/program_io.h"
+#include "eqiforge/egraph/rewrite.h"
+#include "eqiforge/egraph/runner.h"
 #include "eqiforge/interp/compare.h"
 #include "eqiforge/interp/tensor.h"
 #include "eqiforge/interp/interp.h"
@@ -158,6 +163,35 @@ std::string repeat(const std::string& s, size_t n) {
   out.reserve(s.size() * n);
   for (size_t i = 0; i < n; ++i) out += s;
   return out;
+}
+
+// Runs `fn` on a thread with a 256 KiB stack and rethrows what it throws:
+// code that recurses once per nesting level overflows it at a few hundred
+// levels in any build, so a regression is a crash rather than a pass that
+// depends on the default stack size and the compiler's frame sizes.
+void on_small_stack(const std::function<void()>& fn) {
+  struct Call {
+    const std::function<void()>* fn;
+    std::exception_ptr error;
+  } call{&fn, nullptr};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, size_t(256) << 10);
+  pthread_t thread;
+  auto body = [](void* arg) -> void* {
+    Call* c = static_cast<Call*>(arg);
+    try {
+      (*c->fn)();
+    } catch (...) {
+      c->error = std::current_exception();
+    }
+    return nullptr;
+  };
+  const int rc = pthread_create(&thread, &attr, body, &call);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) throw std::runtime_error("pthread_create failed");
+  pthread_join(thread, nullptr);
+  if (call.error) std::rethrow_exception(call.error);
 }
 
 constexpr int64_t k2p40 = int64_t(1) << 40;
@@ -609,15 +643,130 @@ TEST(Hostile, WideTupleThroughTheEGraph) {
 }
 
 // Rule patterns nest as deep as the reader allows; parsing one must not
-// overflow the stack (the pattern parser recursed once per level).
+// overflow the stack (the pattern parser recursed once per level). The parse
+// runs on a 256 KiB stack, so a per-level recursion fails here in every
+// build, not only under ASan's larger frames.
 TEST(Hostile, DeepPatternsAreParsedWithoutRecursion) {
   const size_t depth = size_t(kSExprMaxDepth) - 10;
   const std::string text = repeat("(neg ", depth) + "?x" + repeat(")", depth);
   const Ended e = guarded([&] {
-    Pattern pat = Pattern::parse(text);
-    if (pat.nodes().size() != depth + 1) throw std::runtime_error("wrong pattern size");
+    on_small_stack([&] {
+      Pattern pat = Pattern::parse(text);
+      if (pat.nodes().size() != depth + 1) throw std::runtime_error("wrong pattern size");
+      if (pat.atoms().size() != depth) throw std::runtime_error("wrong number of atoms");
+      if (pat.text() != text) throw std::runtime_error("text changed");
+    });
   });
   EXPECT_EQ(e.kind, Ended::Returned) << e.text();
+}
+
+// Past the reader's limit a pattern is an error at the position, in the left
+// side, the right side and the conditions of a rule.
+TEST(Hostile, PatternsNestedTooDeepAreErrors) {
+  const size_t depth = 100000;
+  const std::string deep = repeat("(neg ", depth) + "?x" + repeat(")", depth);
+  const std::string limit = "nesting deeper than " + std::to_string(kSExprMaxDepth);
+  const std::string at = ":1:" + std::to_string(5 * kSExprMaxDepth + 1) + ": ";
+  for (int side = 0; side < 3; ++side) {
+    const Ended e = guarded([&] {
+      on_small_stack([&] {
+        if (side == 0) rewrite("deep", deep, "?x");
+        if (side == 1) rewrite("deep", "(neg ?x)", deep);
+        if (side == 2) rewrite("deep", "(neg ?x)", "?x", deep);
+      });
+    });
+    EXPECT_EQ(e.kind, Ended::ThrewError) << side << ": " << e.text();
+    EXPECT_NE(e.message.find(limit), std::string::npos) << e.message;
+    EXPECT_NE(e.message.find(at), std::string::npos) << e.message;
+  }
+}
+
+// A rule as deep as the reader allows is built, matched and applied: the
+// matcher and the right-side builder walk the pattern without recursion.
+// `cancel` matches a chain of that depth; `grow` builds one.
+TEST(Hostile, DeepRulesMatchAndApply) {
+  const size_t depth = size_t(kSExprMaxDepth) - 10;  // even: neg^depth x is x
+  const Ended e = guarded([&] {
+    on_small_stack([&] {
+      EGraph g;
+      std::vector<EClassId> in;
+      for (const char* n : {"x", "z"}) {
+        const Symbol name = Symbol::intern(n);
+        g.declare_input(InputDecl{name, DType::F32, {}, NodeId{}, {}});
+        in.push_back(g.add(Op::Input, {name.raw(), 0, 0}, {}));
+      }
+      EClassId chain = in[0];
+      for (size_t i = 0; i < depth; ++i) {
+        const EClassId kids[] = {chain};
+        chain = g.add(Op::Neg, attrs_none(), kids);
+      }
+      const EClassId exp_kids[] = {in[1]};
+      g.add(Op::Exp, attrs_none(), exp_kids);
+      const size_t before = g.num_nodes();
+      const std::string negs = repeat("(neg ", depth), closes = repeat(")", depth);
+      Runner runner(g);
+      runner
+          .with_rules("deep", {rewrite("cancel", negs + "?x" + closes, "?x"),
+                               rewrite("grow", "(exp ?y)", "(exp " + negs + "?y" + closes + ")")})
+          .with_iter_limit(1)
+          .with_node_limit(1'000'000)
+          .with_time_limit(60);  // not the 5 s default: sanitizers on a busy machine
+      const RunReport r = runner.run();
+      const std::string stop = " (stopped: " + std::string(stop_reason_name(r.stop)) + ")";
+      if (g.find(chain) != g.find(in[0])) throw std::runtime_error("cancel did not apply" + stop);
+      if (g.num_nodes() < before + depth) throw std::runtime_error("grow did not build its chain" + stop);
+    });
+  }, 90);
+  EXPECT_EQ(e.kind, Ended::Returned) << e.text();
+}
+
+// A pattern node's child count is 16 bits in the compiled matcher, as in an
+// e-node: a wider pattern is an error naming the limit, never a truncated
+// node that matches something else (65536 children cut to 16 bits is 0).
+TEST(Hostile, WidePatternsAreRefusedNotTruncated) {
+  const size_t limit = Pattern::kMaxChildren;
+  ASSERT_EQ(limit, 65535u);
+  const std::string too_wide = "(tuple" + repeat(" ?a", limit + 1) + ")";
+  const std::string message = error_of([&] { Pattern::parse(too_wide); });
+  EXPECT_NE(message.find("<pattern>:1:1: "), std::string::npos) << message.substr(0, 200);
+  EXPECT_NE(message.find("tuple has 65536 children"), std::string::npos) << message.substr(0, 200);
+  EXPECT_NE(message.find("at most 65535"), std::string::npos) << message.substr(0, 200);
+  // On either side of a rule, and nested.
+  const std::string nested = "(neg (proj 0 " + too_wide + "))";
+  EXPECT_NE(error_of([&] { rewrite("wide", nested, "?a"); }).find("at most 65535"), std::string::npos);
+  EXPECT_NE(error_of([&] { rewrite("wide", "(neg ?a)", nested); }).find("at most 65535"), std::string::npos);
+
+  // At the limit: the node compiles with every child and matches the e-node
+  // of the same width, and only that one.
+  const std::string widest = "(tuple" + repeat(" ?a", limit - 1) + " ?b)";
+  const Pattern p = Pattern::parse(widest);
+  ASSERT_EQ(p.atoms().size(), 1u);
+  EXPECT_EQ(p.atoms()[0].num_children, limit);
+  EXPECT_EQ(p.child_ops().size(), limit);
+  EGraph g;
+  std::vector<EClassId> leaves;
+  for (const char* n : {"x", "y"}) {
+    const Symbol name = Symbol::intern(n);
+    g.declare_input(InputDecl{name, DType::F32, {}, NodeId{}, {}});
+    leaves.push_back(g.add(Op::Input, {name.raw(), 0, 0}, {}));
+  }
+  std::vector<EClassId> kids(limit, leaves[0]);
+  kids.back() = leaves[1];
+  const EClassId wide = g.add(Op::Tuple, attrs_none(), kids);
+  kids.pop_back();
+  g.add(Op::Tuple, attrs_none(), kids);  // one child short: no match
+  g.rebuild();
+  struct Count : MatchSink {
+    std::vector<uint32_t> roots;
+    bool on_match(const uint32_t* subst) override {
+      roots.push_back(subst[0]);
+      return true;
+    }
+  } sink;
+  Matcher m;
+  EXPECT_EQ(m.search(g, p, SearchOptions{}, sink), SearchEnd::Complete);
+  ASSERT_EQ(sink.roots.size(), 1u);
+  EXPECT_EQ(sink.roots[0], g.find(wide).v);
 }
 
 }  // namespace

@@ -14,6 +14,9 @@
 // slots (an F64 attribute takes two).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -60,6 +63,11 @@ class Pattern {
   // Words in one substitution: 1 + class variables + attribute slots.
   int subst_words() const { return subst_words_; }
 
+  // The most children a pattern node may have: an e-node holds at most
+  // 65535 (so a wider pattern could never match) and Atom::num_children is
+  // 16 bits. A wider node is a parse error, never truncated.
+  static constexpr size_t kMaxChildren = 65535;
+
   // The compiled form the matcher runs (see ematch.cc).
   struct Atom {
     Op op;
@@ -72,6 +80,7 @@ class Pattern {
     } checks[3];
     uint32_t first_child;  // into child_ops
   };
+  static_assert(kMaxChildren <= std::numeric_limits<decltype(Atom::num_children)>::max());
   struct ChildOp {
     uint8_t mode;    // kBind, kCompare (class variable), kAtom (a nested atom)
     uint32_t value;  // substitution word, or atom index
