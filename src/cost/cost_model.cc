@@ -95,6 +95,11 @@ struct Sizes {
     for (const DimRef& d : t) e *= avg(d);
     return e;
   }
+  double padded_for_dot(const Tile& t, int min_dot) const {
+    double e = 1;
+    for (const DimRef& d : t) e *= d.kind == DimRef::Kind::Blocked ? std::max(double(min_dot), padded(d)) : padded(d);
+    return e;
+  }
   double padded(const Tile& t) const {
     double e = 1;
     for (const DimRef& d : t) e *= padded(d);
@@ -139,7 +144,12 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t) 
     if (ld.dtype_bytes == 0) continue;  // an index, not a memory read
     e.bytes += times(ld.scope) * z.avg(ld.tile) * ld.dtype_bytes;
     double el = z.padded(ld.tile);
-    e.smem += el * ld.dtype_bytes * (ld.scope >= 0 ? t.pipeline_stages : 1);
+    // In a kernel with dots, a matrix tile may feed tl.dot, which pads each
+    // blocked dim to the smallest dot in shared memory (a 4 x 4096 tile
+    // occupies 16 x 4096; triton 3.6 refused such kernels as out of shared
+    // memory where the unpadded count said they fit).
+    double staged = !k.dots.empty() && ld.tile.size() >= 2 ? z.padded_for_dot(ld.tile, t.min_dot) : el;
+    e.smem += staged * ld.dtype_bytes * (ld.scope >= 0 ? t.pipeline_stages : 1);
     e.max_tile = std::max(e.max_tile, el);
   }
   double live = 0;

@@ -270,3 +270,24 @@ TEST(CostModel, MaskOnlyBoundsLoopsItDominates) {
 
 }  // namespace
 }  // namespace eqf
+
+namespace eqf {
+namespace {
+
+// tl.dot pads each blocked dim of its operands to 16 in shared memory: two
+// full-K operand tiles of 4096 (f16) cannot fit whatever the row block, which
+// triton 3.6 confirmed by refusing such kernels as out of resources.
+TEST(CostModel, DotOperandsArePaddedToTheSmallestDotInSharedMemory) {
+  Program p = parse_and_check(
+      "(program mm (dims (m 16) (k 4096) (n 4096))\n"
+      "  (input a f16 [m k]) (input b f16 [k n])\n"
+      "  (output c [m n] (combine m.0 m (combine n.0 n\n"
+      "    (tile_matmul k (partition m.0 m (replicate n.0 a)) (partition n.0 n (replicate m.0 b)))))))");
+  CostModel cm(load_target("h200"));
+  ProgramEstimate e = cm.estimate(p);
+  EXPECT_FALSE(e.feasible);
+  EXPECT_NE(e.why_infeasible.find("shared memory"), std::string::npos) << e.why_infeasible;
+}
+
+}  // namespace
+}  // namespace eqf
