@@ -46,8 +46,7 @@ double CostGuide::coords(Axis a) const {
   return std::ceil(outer / block(a));
 }
 
-double CostGuide::elements(const TensorType& t) const {
-  if (t.literal) return 1;
+double CostGuide::tile_elements(const TensorType& t) const {
   double n = 1;
   for (Symbol d : t.dims) {
     // The innermost axis blocking d sets its local extent.
@@ -58,6 +57,12 @@ double CostGuide::elements(const TensorType& t) const {
         inner = &as.axis;
     n *= inner ? block(*inner) : extent(d);
   }
+  return n;
+}
+
+double CostGuide::elements(const TensorType& t) const {
+  if (t.literal) return 1;
+  double n = tile_elements(t);
   for (const AxisState& as : t.delta) n *= coords(as.axis);
   return n;
 }
@@ -121,16 +126,7 @@ double CostGuide::pressure_price(const TensorType& t) const {
   // The tile at nominal blocks against the registers: past them, the blocks
   // of this kernel must shrink, and every load it replicates is read that
   // many times more. Charged as re-reading the tile's own elements.
-  double tile = 1;
-  for (Symbol d : t.dims) {
-    const Axis* inner = nullptr;
-    for (const AxisState& as : t.delta)
-      if (as.state.dim == d && (as.state.kind == StateKind::Part || as.state.kind == StateKind::Local) &&
-          (!inner || as.axis.level > inner->level))
-        inner = &as.axis;
-    tile *= inner ? block(*inner) : extent(d);
-  }
-  double over = tile * 4 / double(target_.register_bytes_per_program);
+  double over = tile_elements(t) * 4 / double(target_.register_bytes_per_program);
   if (over <= 1) return 0;
   return over * elements(t) * 4 / target_.dram_bytes_per_s;
 }

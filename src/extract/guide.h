@@ -82,6 +82,7 @@ class CostGuide {
  private:
   double elements(const Type& t) const;        // over every coordinate of its axes
   double elements(const TensorType& t) const;
+  double tile_elements(const TensorType& t) const;  // one tile, at nominal blocks
   // Elements of t's tile at the smallest blocks (`block_floor`, at most the
   // dim's extent): what the dims no axis blocks hold already.
   double min_elements(const TensorType& t, double block_floor = 1) const;
