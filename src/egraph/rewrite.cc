@@ -7,6 +7,7 @@
 
 #include "egraph/attr_syntax.h"
 #include "eqiforge/ir/diagnostic.h"
+#include "ir/sexpr_release.h"
 
 namespace eqf {
 
@@ -213,7 +214,9 @@ std::vector<std::string> condition_names() {
 
 std::vector<Condition> parse_conditions(std::string_view text, const Pattern& lhs, const std::string& file) {
   std::vector<Condition> out;
-  for (const SExpr& e : read_sexprs(text, file)) {
+  std::vector<SExpr> items = read_sexprs(text, file);
+  ReleaseSExprs release_on_exit(items);  // a deep tree, freed without deep recursion
+  for (const SExpr& e : items) {
     if (!e.is_list() || e.items.empty() || !e.items[0].is_atom())
       throw Error(file, e.loc, "expected a condition (name args...), got `" + sexpr_text(e) + "`");
     ConditionFactory factory;

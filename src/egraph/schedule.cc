@@ -6,6 +6,7 @@
 
 #include "eqiforge/ir/diagnostic.h"
 #include "eqiforge/ir/sexpr.h"
+#include "ir/sexpr_release.h"
 
 namespace eqf {
 
@@ -42,8 +43,14 @@ Schedule Schedule::seq(std::vector<Schedule> parts) {
 
 namespace {
 
-Schedule parse_one(const SExpr& e, const std::string& file) {
+// Real schedules nest a few levels; a bound keeps parsing (and every walk of
+// the parsed schedule, all recursive) within a small stack.
+constexpr int kMaxScheduleDepth = 64;
+
+Schedule parse_one(const SExpr& e, const std::string& file, int depth = 1) {
   auto fail = [&](const SExpr& at, const std::string& msg) -> Schedule { throw Error(file, at.loc, msg); };
+  if (depth > kMaxScheduleDepth)
+    return fail(e, "schedules nest at most " + std::to_string(kMaxScheduleDepth) + " levels");
   if (!e.is_list() || e.items.empty() || !e.items[0].is_atom())
     return fail(
         e, "expected (run SET...), (saturate S), (repeat N S) or (seq S...), got `" + sexpr_text(e) + "`");
@@ -59,7 +66,7 @@ Schedule parse_one(const SExpr& e, const std::string& file) {
   }
   if (head == "saturate") {
     if (e.items.size() != 2) return fail(e, "saturate expects one schedule");
-    return Schedule::saturate(parse_one(e.items[1], file));
+    return Schedule::saturate(parse_one(e.items[1], file, depth + 1));
   }
   if (head == "repeat") {
     int n = -1;
@@ -73,11 +80,11 @@ Schedule parse_one(const SExpr& e, const std::string& file) {
       }
     }
     if (n < 0) return fail(e, "repeat expects a non-negative count and one schedule: (repeat N S)");
-    return Schedule::repeat(n, parse_one(e.items[2], file));
+    return Schedule::repeat(n, parse_one(e.items[2], file, depth + 1));
   }
   if (head == "seq") {
     std::vector<Schedule> parts;
-    for (size_t i = 1; i < e.items.size(); ++i) parts.push_back(parse_one(e.items[i], file));
+    for (size_t i = 1; i < e.items.size(); ++i) parts.push_back(parse_one(e.items[i], file, depth + 1));
     return Schedule::seq(std::move(parts));
   }
   return fail(e.items[0], "unknown schedule `" + head + "`: expected run, saturate, repeat or seq");
@@ -87,6 +94,7 @@ Schedule parse_one(const SExpr& e, const std::string& file) {
 
 Schedule Schedule::parse(std::string_view text, const std::string& file) {
   std::vector<SExpr> items = read_sexprs(text, file);
+  ReleaseSExprs release_on_exit(items);  // a deep tree, freed without deep recursion
   if (items.size() != 1) throw Error(file, {}, "expected one schedule, got " + std::to_string(items.size()));
   return parse_one(items[0], file);
 }

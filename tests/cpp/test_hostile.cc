@@ -30,6 +30,7 @@
 #include "eqiforge/egraph/program_io.h"
 #include "eqiforge/egraph/rewrite.h"
 #include "eqiforge/egraph/runner.h"
+#include "eqiforge/egraph/schedule.h"
 #include "eqiforge/interp/compare.h"
 #include "eqiforge/interp/tensor.h"
 #include "eqiforge/interp/interp.h"
@@ -679,6 +680,23 @@ TEST(Hostile, PatternsNestedTooDeepAreErrors) {
     EXPECT_NE(e.message.find(limit), std::string::npos) << e.message;
     EXPECT_NE(e.message.find(at), std::string::npos) << e.message;
   }
+}
+
+// Deep conditions are read, refused (no such condition) and freed without
+// recursion; deep schedules are refused at a small documented depth.
+TEST(Hostile, DeepConditionsAndSchedulesEndInErrors) {
+  const size_t depth = size_t(kSExprMaxDepth) - 10;
+  const std::string deep = repeat("(neg ", depth) + "?x" + repeat(")", depth);
+  Ended e = guarded([&] { on_small_stack([&] { rewrite("deep", "(neg ?x)", "?x", "(no-such-condition " + deep + ")"); }); });
+  EXPECT_EQ(e.kind, Ended::ThrewError) << e.text();
+  EXPECT_NE(e.message.find("no-such-condition"), std::string::npos) << e.message;
+  const std::string schedule = repeat("(seq ", depth) + "(run a)" + repeat(")", depth);
+  e = guarded([&] { on_small_stack([&] { Schedule::parse(schedule, "deep.sched"); }); });
+  EXPECT_EQ(e.kind, Ended::ThrewError) << e.text();
+  EXPECT_NE(e.message.find("schedules nest at most 64 levels"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("deep.sched:1:"), std::string::npos) << e.message;
+  // A schedule of ordinary depth still parses.
+  EXPECT_NO_THROW(Schedule::parse(repeat("(seq ", 8) + "(run a)" + repeat(")", 8), "ok.sched"));
 }
 
 // A rule as deep as the reader allows is built, matched and applied: the
