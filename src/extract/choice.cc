@@ -114,6 +114,8 @@ void OptionTable::build(EClassId c, Entry& e) {
     o.path = {n};
     for (EClassId k : g_.children(n)) o.children.push_back(g_.find(k));
     o.kernel_root = op == Op::Collect;
+    if (op == Op::Collect) o.grid_axes = {g_.attrs(n)[0]};
+    if (op == Op::PReduce) o.loop_axis = g_.attrs(n)[0];
     o.input = op == Op::Input;
     o.canon = canon_node(n);
     e.options.push_back(std::move(o));
@@ -179,6 +181,7 @@ void OptionTable::walk_grid(EClassId at, std::vector<ENodeId>& path, std::vector
     o.path = path;
     o.children = {body};
     o.kernel_root = true;
+    for (ENodeId p : path) o.grid_axes.push_back(g_.attrs(p)[0]);
     // Canonical form: the set of grid axes (their order is program_id's).
     std::vector<uint64_t> axes;
     for (ENodeId p : path) axes.push_back((uint64_t(g_.attrs(p)[0]) << 32) | g_.attrs(p)[1]);

@@ -41,6 +41,11 @@ struct Option {
   bool kernel_root = false;         // Grid or collect: a kernel of its own
   bool input = false;               // an input leaf
   uint64_t canon = 0;               // hash of its canonical form under ≈
+  // Grid: its axes; collect: the collected axis (packed). PReduce: the axis
+  // it reduces, which must not be on the grid of the kernel it lies in.
+  std::vector<uint32_t> grid_axes;
+  uint32_t loop_axis = kNoAxis;
+  static constexpr uint32_t kNoAxis = 0xFFFFFFFFu;
 };
 
 // Facts about a class that the rules read.

@@ -34,7 +34,7 @@ void Filler::charge_recompute(PartialProgram& s, EClassId c, uint8_t req, uint32
   s.spent += guide_->to_go(c, req);
 }
 
-bool Filler::require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope) {
+bool Filler::require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope, uint32_t kernel) {
   if (Filled* f = s.find(c.v)) {
     charge_recompute(s, c, f->req | req, f->scope, scope);
     uint8_t now = f->req | req;
@@ -44,8 +44,9 @@ bool Filler::require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope)
     f->req = now;
     uint8_t child = table_.child_req(o, now);
     uint32_t child_scope = scope_below(c, o, f->scope);
+    uint32_t child_kernel = o.kernel_root ? c.v : f->kernel;
     for (EClassId k : o.children)
-      if (!require(s, k, child, child_scope)) return false;
+      if (!require(s, k, child, child_scope, child_kernel)) return false;
     return true;
   }
   for (Hole& h : s.holes)
@@ -54,7 +55,7 @@ bool Filler::require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope)
       h.req |= req;
       return table_.viable(c, h.req);
     }
-  s.holes.push_back(Hole{c.v, req, scope});
+  s.holes.push_back(Hole{c.v, req, scope, kernel});
   return table_.viable(c, req);
 }
 
@@ -87,17 +88,25 @@ bool Filler::fill_first_hole(PartialProgram& s, uint32_t option, double input_by
   // against the filled classes finds every one.
   for (EClassId k : o.children)
     if (k.v == h.cls || reaches(s, k.v, h.cls)) return false;
+  // A preduce over a grid axis of its own kernel has no kernel form (its
+  // coordinates are different programs): the kernel must end below it.
+  if (o.loop_axis != Option::kNoAxis && h.kernel != kNoScope)
+    if (const Filled* root = s.find(h.kernel)) {
+      const std::vector<uint32_t>& grid = table_.options(EClassId(h.kernel))[root->option].grid_axes;
+      if (std::find(grid.begin(), grid.end(), o.loop_axis) != grid.end()) return false;
+    }
   s.holes.erase(s.holes.begin());
   auto at = std::lower_bound(s.filled.begin(), s.filled.end(), h.cls,
                              [](const Filled& f, uint32_t cls) { return f.cls < cls; });
-  s.filled.insert(at, Filled{h.cls, option, h.req, h.scope});
+  s.filled.insert(at, Filled{h.cls, option, h.req, h.scope, h.kernel});
   s.key = s.key.plus(c, o.canon);
   s.kernels += o.kernel_root ? 1 : 0;
   s.input_bytes += input_bytes;
   uint8_t child = table_.child_req(o, h.req);
   uint32_t child_scope = scope_below(c, o, h.scope);
+  uint32_t child_kernel = o.kernel_root ? c.v : h.kernel;
   for (EClassId k : o.children)
-    if (!require(s, k, child, child_scope)) return false;
+    if (!require(s, k, child, child_scope, child_kernel)) return false;
   return true;
 }
 

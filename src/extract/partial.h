@@ -27,16 +27,20 @@ struct KeyHash {
 // values across loops or kernels), which the guide charges.
 inline constexpr uint32_t kNoScope = 0xFFFFFFFFu;
 
+// A use also knows the kernel root above it (kNoScope above every kernel):
+// a preduce over one of that kernel's grid axes has no kernel form.
 struct Filled {
   uint32_t cls;
   uint32_t option;  // index into the class's options
   uint8_t req;
   uint32_t scope = kNoScope;
+  uint32_t kernel = kNoScope;
 };
 struct Hole {
   uint32_t cls;
   uint8_t req;
   uint32_t scope = kNoScope;
+  uint32_t kernel = kNoScope;
 };
 
 struct PartialProgram {
@@ -66,7 +70,7 @@ class Filler {
   // must allow it (and passes it on to its children), a hole accumulates it,
   // a new class becomes a hole. False when a filled class's option is not
   // allowed.
-  bool require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope = kNoScope);
+  bool require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope = kNoScope, uint32_t kernel = kNoScope);
 
   // Fills s's oldest hole with option `option` of its class. False when the
   // filling closes a cycle or breaks a requirement (s is then unusable).

@@ -89,6 +89,24 @@ TEST(ExtractBestFirst, WithoutALimitFindsWhatBreadthFirstFinds) {
   EXPECT_EQ(best, bfs);
 }
 
+// A preduce over an axis on its own kernel's grid has no kernel form (its
+// coordinates are different programs). Extraction refuses that filling
+// instead of building programs that validity then rejects.
+TEST(ExtractBestFirst, NoPreduceOverItsOwnKernelsGridAxis) {
+  const std::string dims = "(program rowscale (dims (h 3) (e 10)) (input x f32 [h e])\n";
+  testing::United u(dims + "(output z [h e] (mul x (sum e x))))",
+                    {dims + "(output z [h e] (combine h.0 h (combine e.0 e (mul (partition e.0 e (partition h.0 h x))"
+                            " (replicate e.0 (preduce e.0 + (sum e (partition e.0 e (partition h.0 h x))))))))))",
+                     dims + "(output z [h e] (combine h.0 h (mul (partition h.0 h x) (sum e (partition h.0 h x))))))"});
+  ExtractOptions o;
+  o.cost = &h200();
+  ExtractResult r = extract_candidates(u.g, u.roots, u.naive.outputs(), o);
+  EXPECT_EQ(r.stats.invalid, 0u);
+  EXPECT_EQ(r.stats.complete_built, 1u);
+  ASSERT_EQ(r.candidates.size(), 1u);
+  EXPECT_TRUE(compare_programs(u.naive, r.candidates[0].program, 3, 2).equivalent());
+}
+
 TEST(ExtractBestFirst, NeedsACostModel) {
   Saturated s("examples/matmul/naive.eqf");
   ExtractOptions o;
