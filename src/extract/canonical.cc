@@ -6,15 +6,12 @@
 #include <optional>
 #include <vector>
 
+#include "extract/hash_mix.h"
+
 namespace eqf {
 namespace {
 
-uint64_t mix(uint64_t h, uint64_t v) {
-  uint64_t x = h ^ (v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2));
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+using extract::mix;
 
 uint64_t attrs_hash(Op op, const Attrs& a) { return mix(mix(mix(mix(7, uint64_t(op)), a[0]), a[1]), a[2]); }
 

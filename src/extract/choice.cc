@@ -1,18 +1,12 @@
 // The fillings of an e-class (see extract/choice.h).
 #include "extract/choice.h"
 
+#include "extract/hash_mix.h"
+
 #include <algorithm>
 
 namespace eqf::extract {
 namespace {
-
-uint64_t mix(uint64_t h, uint64_t v) {
-  // splitmix64 of the running hash combined with the next word
-  uint64_t x = h ^ (v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2));
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 bool is_chain_op(Op op) {
   return op == Op::Partition || op == Op::Replicate || op == Op::Rename || op == Op::Split || op == Op::Merge;

@@ -46,14 +46,18 @@ double CostGuide::coords(Axis a) const {
   return std::ceil(outer / block(a));
 }
 
+// Whether axis state `as` holds a block of dim d (part(d) or local(d)).
+static bool blocks(const AxisState& as, Symbol d) {
+  return as.state.dim == d && (as.state.kind == StateKind::Part || as.state.kind == StateKind::Local);
+}
+
 double CostGuide::tile_elements(const TensorType& t) const {
   double n = 1;
   for (Symbol d : t.dims) {
     // The innermost axis blocking d sets its local extent.
     const Axis* inner = nullptr;
     for (const AxisState& as : t.delta)
-      if (as.state.dim == d && (as.state.kind == StateKind::Part || as.state.kind == StateKind::Local) &&
-          (!inner || as.axis.level > inner->level))
+      if (blocks(as, d) && (!inner || as.axis.level > inner->level))
         inner = &as.axis;
     n *= inner ? block(*inner) : extent(d);
   }
@@ -70,9 +74,7 @@ double CostGuide::elements(const TensorType& t) const {
 double CostGuide::min_elements(const TensorType& t, double block_floor) const {
   double n = 1;
   for (Symbol d : t.dims) {
-    bool blocked = std::any_of(t.delta.begin(), t.delta.end(), [&](const AxisState& as) {
-      return as.state.dim == d && (as.state.kind == StateKind::Part || as.state.kind == StateKind::Local);
-    });
+    bool blocked = std::any_of(t.delta.begin(), t.delta.end(), [&](const AxisState& as) { return blocks(as, d); });
     n *= blocked ? std::min(block_floor, extent(d)) : extent(d);
   }
   return n;
@@ -258,7 +260,7 @@ double CostGuide::remaining(const PartialProgram& s) {
     const Option& o = table_.options(c)[best_[at]];
     total += price(c, best_[at]);
     uint8_t cr = table_.child_req(o, h.req);
-    uint32_t scope = o.kernel_root || o.op == Op::PReduce ? h.cls : h.scope;
+    uint32_t scope = scope_below(c, o, h.scope);
     for (EClassId k : o.children) stack_.push_back(Hole{k.v, cr, scope});
   }
   return total;

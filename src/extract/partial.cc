@@ -59,10 +59,6 @@ bool Filler::require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope,
   return table_.viable(c, req);
 }
 
-uint32_t Filler::scope_below(EClassId c, const Option& o, uint32_t scope) const {
-  return o.kernel_root || o.op == Op::PReduce ? c.v : scope;
-}
-
 bool Filler::reaches(const PartialProgram& s, uint32_t from, uint32_t target) {
   stack_.assign(1, from);
   visited_.clear();

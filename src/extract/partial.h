@@ -27,6 +27,12 @@ struct KeyHash {
 // values across loops or kernels), which the guide charges.
 inline constexpr uint32_t kNoScope = 0xFFFFFFFFu;
 
+// The scope of the children of class c filled with option o, used from
+// `scope`: a loop (preduce) or a kernel root opens a scope of its own.
+inline uint32_t scope_below(EClassId c, const Option& o, uint32_t scope) {
+  return o.kernel_root || o.op == Op::PReduce ? c.v : scope;
+}
+
 // A use also knows the kernel root above it (kNoScope above every kernel):
 // a preduce over one of that kernel's grid axes has no kernel form.
 struct Filled {
@@ -78,7 +84,6 @@ class Filler {
 
  private:
   bool reaches(const PartialProgram& s, uint32_t from, uint32_t target);
-  uint32_t scope_below(EClassId c, const Option& o, uint32_t scope) const;
   void charge_recompute(PartialProgram& s, EClassId c, uint8_t req, uint32_t first_scope, uint32_t scope);
   OptionTable& table_;
   const CostGuide* guide_ = nullptr;
