@@ -172,7 +172,7 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t) 
 
   double busy = std::min(e.programs, double(t.sms));
   double frac = busy / double(t.sms);
-  double bw = std::min(t.dram_bytes_per_s, busy * t.sm_bytes_per_s);
+  double bw = std::min(t.kernel_bytes_per_s, busy * t.sm_bytes_per_s);
   e.memory_s = e.bytes / bw;
   e.mma_s = e.mma / (t.mma_flops_per_s * frac);
   e.other_s = e.other / (t.fp_flops_per_s * frac);

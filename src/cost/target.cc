@@ -56,7 +56,7 @@ Target parse_target(std::string_view json_text, const std::string& file) {
   if (root.kind != json::Value::Kind::Object) throw Error(file, root.loc, "a target profile is a JSON object");
   static const std::set<std::string, std::less<>> known = {
       "name",           "description",     "sources",         "sms",
-      "dram_GBps",      "sm_GBps",         "mma_TFLOPs",      "fp32_TFLOPs",
+      "dram_GBps",      "kernel_GBps",     "sm_GBps",         "mma_TFLOPs",      "fp32_TFLOPs",
       "launch_us",      "l2_MiB",          "smem_per_program_KiB", "registers_per_program_KiB",
       "pipeline_stages", "min_dot",        "max_tile_elements", "measurements"};
   for (const auto& [key, value] : root.object)
@@ -68,6 +68,9 @@ Target parse_target(std::string_view json_text, const std::string& file) {
   t.description = text(root, "description", file);
   t.sms = int(number(root, "sms", file, 1, true));
   t.dram_bytes_per_s = number(root, "dram_GBps", file, 1e-3, false) * 1e9;
+  t.kernel_bytes_per_s = root.object.count("kernel_GBps")
+                             ? number(root, "kernel_GBps", file, 1e-3, false) * 1e9
+                             : t.dram_bytes_per_s;
   t.sm_bytes_per_s = number(root, "sm_GBps", file, 1e-3, false) * 1e9;
   t.mma_flops_per_s = number(root, "mma_TFLOPs", file, 1e-3, false) * 1e12;
   t.fp_flops_per_s = number(root, "fp32_TFLOPs", file, 1e-3, false) * 1e12;

@@ -4,6 +4,7 @@
 #include "extract/hash_mix.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace eqf::extract {
 namespace {
@@ -13,21 +14,23 @@ bool is_chain_op(Op op) {
 }
 
 // A collect is a kernel of its own: its grid is the collected axis and the
-// axes its value is partitioned on; any other state has no kernel form.
-bool collect_ok(const EGraph& g, ENodeId n, const ExtractLimits& limits) {
+// axes its value is partitioned on (packed); any other state has no kernel
+// form (nullopt), nor has a grid past the limit.
+std::optional<std::vector<uint32_t>> collect_grid(const EGraph& g, ENodeId n, const ExtractLimits& limits) {
   Axis p = attr_axis(g.attrs(n), 0);
   const Type& xt = g.type(g.children(n)[0]).get();
-  std::vector<Axis> grid{p};
+  std::vector<uint32_t> grid{p.pack()};
   for (const TensorType& part : xt.parts)
     for (const AxisState& as : part.delta) {
       if (as.axis == p) continue;
       if (as.state.kind == StateKind::Part) {
-        if (std::find(grid.begin(), grid.end(), as.axis) == grid.end()) grid.push_back(as.axis);
+        if (std::find(grid.begin(), grid.end(), as.axis.pack()) == grid.end()) grid.push_back(as.axis.pack());
       } else if (as.state.kind != StateKind::Rep) {
-        return false;
+        return std::nullopt;
       }
     }
-  return int(grid.size()) <= limits.max_grid_axes;
+  if (int(grid.size()) > limits.max_grid_axes) return std::nullopt;
+  return grid;
 }
 
 }  // namespace
@@ -101,14 +104,15 @@ void OptionTable::build(EClassId c, Entry& e) {
       continue;
     }
     if (op == Op::MatMul) continue;  // global contraction: no kernel form
-    if (op == Op::Collect && !collect_ok(g_, n, limits_)) continue;
+    std::optional<std::vector<uint32_t>> grid;
+    if (op == Op::Collect && !(grid = collect_grid(g_, n, limits_))) continue;
     Option o;
     o.kind = Option::Kind::Node;
     o.op = op;
     o.path = {n};
     for (EClassId k : g_.children(n)) o.children.push_back(g_.find(k));
     o.kernel_root = op == Op::Collect;
-    if (op == Op::Collect) o.grid_axes = {g_.attrs(n)[0]};
+    if (op == Op::Collect) o.grid_axes = std::move(*grid);
     if (op == Op::PReduce) o.loop_axis = g_.attrs(n)[0];
     o.input = op == Op::Input;
     o.canon = canon_node(n);

@@ -267,7 +267,7 @@ class Enumerator {
         }
         double price = 0;
         if (guide_) {
-          child.spent += guide_->price(c, i);
+          child.spent += hole.weight * guide_->price(c, i);
           price = guide_->partial_price(child);
           // Some tile of it fits no block sizes: never feasible.
           if (price == std::numeric_limits<double>::infinity()) {

@@ -24,8 +24,38 @@ CostGuide::CostGuide(const EGraph& g, OptionTable& table, const Target& target, 
 double CostGuide::partial_price(const PartialProgram& s) {
   if (pricing_ == GuidePricing::Shared) return s.spent + remaining(s);
   double p = s.spent;
-  for (const Hole& h : s.holes) p += to_go(EClassId(h.cls), h.req);
+  for (const Hole& h : s.holes) p += h.weight * to_go(EClassId(h.cls), h.req);
   return p;
+}
+
+double CostGuide::child_weight(EClassId c, const Option& o, std::span<const uint32_t> grid) const {
+  return weight_in(c, o, &grid);
+}
+
+double CostGuide::weight_in(EClassId c, const Option& o, const std::span<const uint32_t>* grid) const {
+  if (o.kernel_root) return slowdown(o);
+  if (o.kind != Option::Kind::Chain || o.blocked || (grid && grid->empty())) return 1;
+  EClassId bottom = o.children.front();
+  if (table_.facts(bottom).global || table_.facts(bottom).literal) return 1;  // a load, priced as one
+  const Type& top = g_.type(c).get();
+  const Type& below = g_.type(bottom).get();
+  if (top.is_tuple || below.is_tuple) return 1;
+  double n = 1;
+  for (const AxisState& as : top.tensor().delta) {
+    if (as.state.kind != StateKind::Rep) continue;
+    if (grid && std::find(grid->begin(), grid->end(), as.axis.pack()) == grid->end()) continue;
+    bool below_has = std::any_of(below.tensor().delta.begin(), below.tensor().delta.end(),
+                                 [&](const AxisState& b) { return b.axis == as.axis; });
+    if (!below_has) n *= coords(as.axis);
+  }
+  return n;
+}
+
+double CostGuide::slowdown(const Option& kernel_root) const {
+  double programs = 1;
+  for (uint32_t a : kernel_root.grid_axes) programs *= coords(Axis::unpack(a));
+  double bw = std::min(target_.kernel_bytes_per_s, programs * target_.sm_bytes_per_s);
+  return std::max(1.0, target_.kernel_bytes_per_s / bw);
 }
 
 double CostGuide::extent(Symbol dim) const {
@@ -99,7 +129,7 @@ double CostGuide::compute_price(EClassId c, const Option& o) const {
       // A kernel of its own that stores every coordinate's value.
       double bytes = 0;
       for (const TensorType& part : out.parts) bytes += elements(part) * dtype_bytes(part.dtype);
-      return target_.launch_s + bytes / target_.dram_bytes_per_s;
+      return target_.launch_s + bytes / target_.kernel_bytes_per_s;
     }
     case Op::TileMatMul: {
       const TensorType& a = g_.type(o.children[0]).get().tensor();
@@ -130,12 +160,23 @@ double CostGuide::pressure_price(const TensorType& t) const {
   // many times more. Charged as re-reading the tile's own elements.
   double over = tile_elements(t) * 4 / double(target_.register_bytes_per_program);
   if (over <= 1) return 0;
-  return over * elements(t) * 4 / target_.dram_bytes_per_s;
+  return over * elements(t) * 4 / target_.kernel_bytes_per_s;
 }
 
 bool CostGuide::fits(const TensorType& t, double element_bytes, int64_t budget, double block_floor) const {
   double n = min_elements(t, block_floor);
   return n * element_bytes <= double(budget) && n <= double(target_.max_tile_elements);
+}
+
+bool CostGuide::dot_operands_fit(const Option& o) const {
+  // tl.dot stages both operand tiles in shared memory at once, each padded
+  // to the smallest dot: at the smallest blocks they must fit together.
+  double bytes = 0;
+  for (EClassId k : o.children) {
+    const TensorType& t = g_.type(k).get().tensor();
+    bytes += min_elements(t, double(target_.min_dot)) * dtype_bytes(t.dtype);
+  }
+  return bytes <= double(target_.smem_bytes_per_program);
 }
 
 double CostGuide::price(EClassId c, uint32_t option) {
@@ -157,7 +198,7 @@ double CostGuide::price(EClassId c, uint32_t option) {
           const TensorType& top = g_.type(c).get().tensor();
           if (o.blocked || table_.facts(bottom).global) {
             if (!fits(top, dtype_bytes(top.dtype), target_.smem_bytes_per_program)) p = kInf;
-            p += elements(top) * dtype_bytes(top.dtype) / target_.dram_bytes_per_s;
+            p += elements(top) * dtype_bytes(top.dtype) / target_.kernel_bytes_per_s;
           } else if (!fits(top, 4, target_.register_bytes_per_program)) {
             p = kInf;
           }
@@ -165,13 +206,14 @@ double CostGuide::price(EClassId c, uint32_t option) {
         }
         case Option::Kind::Grid: {
           const TensorType& t = g_.type(c).get().tensor();
-          p += target_.launch_s + elements(t) * dtype_bytes(t.dtype) / target_.dram_bytes_per_s;
+          p += target_.launch_s + elements(t) * dtype_bytes(t.dtype) / target_.kernel_bytes_per_s;
           break;
         }
         case Option::Kind::Node:
           p += compute_price(c, o);
           // A computed tile lives in registers (fp32); tl.dot pads its
           // blocks to the smallest dot.
+          if (o.op == Op::TileMatMul && !dot_operands_fit(o)) p = kInf;
           if (!table_.facts(c).global && o.op != Op::Collect && o.op != Op::Tuple && o.op != Op::Proj) {
             double floor = o.op == Op::TileMatMul ? double(target_.min_dot) : 1;
             for (const TensorType& part : g_.type(c).get().parts) {
@@ -216,13 +258,18 @@ void CostGuide::analyze() {
         if (!table_.allowed(c, o, r)) continue;
         uint8_t cr = table_.child_req(o, r);
         double total = price(c, k);
+        // No kernel is known here: a replicate of a computed tile is taken to
+        // be over grid axes (recomputed), the dearer case. Replicates over
+        // loop axes are mostly of statistics computed before a loop (a second
+        // pass), rarely the cheap choice anyway; partial programs correct it.
+        const double weight = weight_in(c, o, nullptr);
         if (tuple_max && o.kind == Option::Kind::Node && o.op == Op::Tuple) {
           double most = 0;
           for (EClassId child : o.children) most = std::max(most, to_go(child, cr));
           total += most;
         } else {
           for (EClassId child : o.children) {
-            total += to_go(child, cr);
+            total += weight * to_go(child, cr);
             if (!(total < best)) break;
           }
         }
@@ -237,20 +284,16 @@ void CostGuide::analyze() {
   }
 }
 
-}  // namespace eqf::extract
-
-namespace eqf::extract {
-
-}  // namespace eqf::extract
-
-namespace eqf::extract {
-
 double CostGuide::remaining(const PartialProgram& s) {
-  stack_.assign(s.holes.begin(), s.holes.end());
+  stack_.clear();
+  for (const Hole& h : s.holes) {
+    const Filled* root = h.kernel == kNoScope ? nullptr : s.find(h.kernel);
+    stack_.push_back(Pending{h, root ? &table_.options(EClassId(h.kernel))[root->option].grid_axes : nullptr});
+  }
   seen_.clear();
   double total = 0;
   while (!stack_.empty()) {
-    Hole h = stack_.back();
+    auto [h, grid] = stack_.back();
     stack_.pop_back();
     if (!seen_.insert((uint64_t(h.cls) << 32) | h.scope).second) continue;
     if (const Filled* f = s.find(h.cls); f && f->scope == h.scope) continue;  // paid for
@@ -258,10 +301,13 @@ double CostGuide::remaining(const PartialProgram& s) {
     if (at >= best_.size() || best_[at] == kNoOption) return kInf;
     EClassId c(h.cls);
     const Option& o = table_.options(c)[best_[at]];
-    total += price(c, best_[at]);
+    total += h.weight * price(c, best_[at]);
     uint8_t cr = table_.child_req(o, h.req);
     uint32_t scope = scope_below(c, o, h.scope);
-    for (EClassId k : o.children) stack_.push_back(Hole{k.v, cr, scope});
+    uint32_t kernel = o.kernel_root ? c.v : h.kernel;
+    const std::vector<uint32_t>* child_grid = o.kernel_root ? &o.grid_axes : grid;
+    double weight = h.weight * child_weight(c, o, child_grid ? std::span<const uint32_t>(*child_grid) : std::span<const uint32_t>());
+    for (EClassId k : o.children) stack_.push_back(Pending{Hole{k.v, cr, scope, kernel, weight}, child_grid});
   }
   return total;
 }

@@ -69,6 +69,19 @@ class CostGuide {
 
   // The price of filling class c with its option i (its children excluded).
   double price(EClassId c, uint32_t option);
+  // The factor option o's children's prices are multiplied by, in a kernel
+  // with grid `grid` (packed axes; empty above every kernel):
+  //   - a replicate of a tile computed in the kernel, over one of its grid
+  //     axes, is computed again by every program along that axis (kernel
+  //     formation keeps no values across programs), so everything below it
+  //     costs that many times. Loop axes add nothing: lowering hoists a tile
+  //     out of the loops it does not vary over.
+  //   - a kernel root with fewer programs (at nominal blocks) than it takes
+  //     to reach the target's kernel bandwidth is that much slower: its body
+  //     costs `slowdown` times.
+  // The fixpoint's to_go knows no kernel and takes every replicated axis to
+  // be a grid axis; partial programs carry the exact weights in their holes.
+  double child_weight(EClassId c, const Option& o, std::span<const uint32_t> grid) const;
   // The cheapest subprogram filling c under requirement req; +inf if none.
   // A tree price: a class its subprogram reaches twice counts twice.
   double to_go(EClassId c, uint8_t req) const;
@@ -88,6 +101,10 @@ class CostGuide {
   double min_elements(const TensorType& t, double block_floor = 1) const;
   // Whether t's tile fits `budget` bytes for some block sizes.
   bool fits(const TensorType& t, double element_bytes, int64_t budget, double block_floor = 1) const;
+  bool dot_operands_fit(const Option& tile_matmul) const;
+  double slowdown(const Option& kernel_root) const;
+  // child_weight in a kernel with grid *grid; null: every axis counts as a grid axis.
+  double weight_in(EClassId c, const Option& o, const std::span<const uint32_t>* grid) const;
   double block(Axis a) const;                  // nominal block size
   double coords(Axis a) const;                 // coordinates of a, at nominal blocks
   double extent(Symbol dim) const;
@@ -101,7 +118,11 @@ class CostGuide {
   std::vector<std::vector<double>> prices_;  // per class, per option; empty until asked
   std::vector<double> to_go_;                // class * 16 + requirement
   std::vector<uint32_t> best_;               // the option reaching to_go_, same index
-  std::vector<Hole> stack_;                  // remaining()'s scratch
+  struct Pending {
+    Hole hole;
+    const std::vector<uint32_t>* grid;  // its kernel's grid axes (null above every kernel)
+  };
+  std::vector<Pending> stack_;               // remaining()'s scratch
   std::unordered_set<uint64_t> seen_;
 };
 

@@ -29,14 +29,15 @@ Filled* PartialProgram::find(uint32_t cls) {
   return const_cast<Filled*>(static_cast<const PartialProgram*>(this)->find(cls));
 }
 
-void Filler::charge_recompute(PartialProgram& s, EClassId c, uint8_t req, uint32_t first_scope, uint32_t scope) {
+void Filler::charge_recompute(PartialProgram& s, EClassId c, uint8_t req, uint32_t first_scope, uint32_t scope,
+                              double weight) {
   if (!guide_ || scope == first_scope || table_.facts(c).global || table_.facts(c).literal) return;
-  s.spent += guide_->to_go(c, req);
+  s.spent += weight * guide_->to_go(c, req);
 }
 
-bool Filler::require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope, uint32_t kernel) {
+bool Filler::require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope, uint32_t kernel, double weight) {
   if (Filled* f = s.find(c.v)) {
-    charge_recompute(s, c, f->req | req, f->scope, scope);
+    charge_recompute(s, c, f->req | req, f->scope, scope, weight);
     uint8_t now = f->req | req;
     if (now == f->req) return true;
     const Option& o = table_.options(c)[f->option];
@@ -45,17 +46,18 @@ bool Filler::require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope,
     uint8_t child = table_.child_req(o, now);
     uint32_t child_scope = scope_below(c, o, f->scope);
     uint32_t child_kernel = o.kernel_root ? c.v : f->kernel;
+    double child_weight = f->weight * weight_below(s, c, o, child_kernel);
     for (EClassId k : o.children)
-      if (!require(s, k, child, child_scope, child_kernel)) return false;
+      if (!require(s, k, child, child_scope, child_kernel, child_weight)) return false;
     return true;
   }
   for (Hole& h : s.holes)
     if (h.cls == c.v) {
-      charge_recompute(s, c, h.req | req, h.scope, scope);
+      charge_recompute(s, c, h.req | req, h.scope, scope, weight);
       h.req |= req;
       return table_.viable(c, h.req);
     }
-  s.holes.push_back(Hole{c.v, req, scope, kernel});
+  s.holes.push_back(Hole{c.v, req, scope, kernel, weight});
   return table_.viable(c, req);
 }
 
@@ -94,16 +96,24 @@ bool Filler::fill_first_hole(PartialProgram& s, uint32_t option, double input_by
   s.holes.erase(s.holes.begin());
   auto at = std::lower_bound(s.filled.begin(), s.filled.end(), h.cls,
                              [](const Filled& f, uint32_t cls) { return f.cls < cls; });
-  s.filled.insert(at, Filled{h.cls, option, h.req, h.scope, h.kernel});
+  s.filled.insert(at, Filled{h.cls, option, h.req, h.scope, h.kernel, h.weight});
   s.key = s.key.plus(c, o.canon);
   s.kernels += o.kernel_root ? 1 : 0;
   s.input_bytes += input_bytes;
   uint8_t child = table_.child_req(o, h.req);
   uint32_t child_scope = scope_below(c, o, h.scope);
   uint32_t child_kernel = o.kernel_root ? c.v : h.kernel;
+  double child_weight = h.weight * weight_below(s, c, o, child_kernel);
   for (EClassId k : o.children)
-    if (!require(s, k, child, child_scope, child_kernel)) return false;
+    if (!require(s, k, child, child_scope, child_kernel, child_weight)) return false;
   return true;
+}
+
+double Filler::weight_below(const PartialProgram& s, EClassId c, const Option& o, uint32_t kernel) const {
+  if (!guide_ || kernel == kNoScope) return 1;
+  const Filled* root = s.find(kernel);
+  if (!root) return 1;
+  return guide_->child_weight(c, o, table_.options(EClassId(kernel))[root->option].grid_axes);
 }
 
 }  // namespace eqf::extract

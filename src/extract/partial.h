@@ -35,18 +35,24 @@ inline uint32_t scope_below(EClassId c, const Option& o, uint32_t scope) {
 
 // A use also knows the kernel root above it (kNoScope above every kernel):
 // a preduce over one of that kernel's grid axes has no kernel form.
+// `weight`: how many times the kernel computes the class per computation of
+// the whole program -- a tile replicated over a grid axis of its kernel is
+// computed again by every program along that axis (see
+// CostGuide::child_weight). The guide multiplies the class's prices by it.
 struct Filled {
   uint32_t cls;
   uint32_t option;  // index into the class's options
   uint8_t req;
   uint32_t scope = kNoScope;
   uint32_t kernel = kNoScope;
+  double weight = 1;
 };
 struct Hole {
   uint32_t cls;
   uint8_t req;
   uint32_t scope = kNoScope;
   uint32_t kernel = kNoScope;
+  double weight = 1;
 };
 
 struct PartialProgram {
@@ -76,7 +82,8 @@ class Filler {
   // must allow it (and passes it on to its children), a hole accumulates it,
   // a new class becomes a hole. False when a filled class's option is not
   // allowed.
-  bool require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope = kNoScope, uint32_t kernel = kNoScope);
+  bool require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope = kNoScope, uint32_t kernel = kNoScope,
+               double weight = 1);
 
   // Fills s's oldest hole with option `option` of its class. False when the
   // filling closes a cycle or breaks a requirement (s is then unusable).
@@ -84,7 +91,10 @@ class Filler {
 
  private:
   bool reaches(const PartialProgram& s, uint32_t from, uint32_t target);
-  void charge_recompute(PartialProgram& s, EClassId c, uint8_t req, uint32_t first_scope, uint32_t scope);
+  // The guide's weight of option o's children in kernel `kernel` (1 without a guide).
+  double weight_below(const PartialProgram& s, EClassId c, const Option& o, uint32_t kernel) const;
+  void charge_recompute(PartialProgram& s, EClassId c, uint8_t req, uint32_t first_scope, uint32_t scope,
+                        double weight);
   OptionTable& table_;
   const CostGuide* guide_ = nullptr;
   std::vector<uint32_t> stack_, visited_;

@@ -24,7 +24,8 @@ const CostModel& h200() {
 
 struct Saturated {
   testing::United u;
-  explicit Saturated(const std::string& file) : u(testing::read_text(file), {}) {
+  explicit Saturated(const std::string& file) : Saturated(testing::read_text(file), file) {}
+  Saturated(const std::string& text, const std::string& file) : u(text, {}) {
     Runner runner(u.g);
     runner.with_node_limit(200'000).with_time_limit(60).with_iter_limit(10'000);
     add_rule_library(runner);
@@ -105,6 +106,36 @@ TEST(ExtractBestFirst, NoPreduceOverItsOwnKernelsGridAxis) {
   EXPECT_EQ(r.stats.complete_built, 1u);
   ASSERT_EQ(r.candidates.size(), 1u);
   EXPECT_TRUE(compare_programs(u.naive, r.candidates[0].program, 3, 2).equivalent());
+}
+
+// RMSNorm + SwiGLU FFN: the act = silu(n@Wg) * (n@Wu) tile that feeds the
+// down projection is needed by every program along o. Fused into the down
+// projection's kernel it is recomputed by each of them (the weights Wg and
+// Wu read once per block of o); the guide weighs what lies below a
+// replicate of a computed tile by the programs that recompute it, so the
+// search goes to the programs that store act once and read it back, and
+// the enumeration stays small.
+TEST(ExtractBestFirst, ATileRecomputedByEveryProgramIsPricedSo) {
+  const std::string text = R"(
+(program swiglu
+  (dims (m 16) (k 1024) (i 1024) (o 1024))
+  (input x f16 [m k]) (input g f16 [k])
+  (input wg f16 [k i]) (input wu f16 [k i]) (input wd f16 [i o])
+  (let xn (mul (mul x (rsqrt (add (div (sum k (mul x x)) 1024) 1e-6))) g))
+  (let act (mul (silu (matmul k xn wg)) (matmul k xn wu)))
+  (output y [m o] (matmul i act wd))))";
+  Saturated s(text, "swiglu.eqf");
+  ExtractResult r = best_first(s, 16);
+  ASSERT_FALSE(r.candidates.empty());
+  EXPECT_FALSE(r.stats.limit_hit) << r.stats.limit;
+  EXPECT_LT(r.stats.states_expanded, 200'000u);
+  // The floor: the three weights read once at the kernel bandwidth, and a launch.
+  const Target& t = h200().target();
+  const double floor = 3.0 * 1024 * 1024 * 2 / t.kernel_bytes_per_s + t.launch_s;
+  const Candidate& best = r.candidates[0];
+  EXPECT_LT(best.estimate->seconds, 2.5 * floor) << best.estimate->seconds;
+  EXPECT_GE(best.lowered.kernels.size(), 2u);
+  EXPECT_TRUE(compare_programs(s.u.naive, best.program, 7, 1).equivalent());
 }
 
 TEST(ExtractBestFirst, NeedsACostModel) {

@@ -24,7 +24,11 @@ struct Target {
   std::string description;           // the device, and where the figures come from
   int sms = 0;                       // streaming multiprocessors
   double dram_bytes_per_s = 0;       // copy bandwidth, bytes read plus bytes written
-  double sm_bytes_per_s = 0;         // bandwidth one program reaches on its own
+  // What a generated kernel streams at best, with every SM busy (tiled
+  // loads, not a copy engine's): the cap of the cost model's bandwidth.
+  // Defaults to dram_bytes_per_s when a profile does not measure it.
+  double kernel_bytes_per_s = 0;
+  double sm_bytes_per_s = 0;         // bandwidth one program of a generated kernel reaches
   double mma_flops_per_s = 0;        // dense fp16/bf16 tensor-core peak (fp32 accumulate)
   double fp_flops_per_s = 0;         // fp32 peak outside the tensor cores
   double launch_s = 0;               // one kernel launch (an empty kernel's time)

@@ -89,7 +89,7 @@ def _next_pow2(n: int) -> int:
 # The launch parameters a candidate starts from: what the emitted modules
 # default to, and a middle ground for Hopper-class GPUs.
 START_WARPS = 4
-START_STAGES = 2
+START_STAGES = 3
 # Emitted kernels pad every tile dimension to at least 16 (tl.dot's minimum),
 # so halving a block of 16 or less does not make its tiles smaller: it is no
 # remedy for a configuration that ran out of registers or shared memory.
