@@ -110,7 +110,7 @@ struct Sizes {
 struct KernelEval {
   double programs = 0, bytes = 0, mma = 0, other = 0;
   double regs = 0, smem = 0, max_tile = 0;
-  double memory_s = 0, mma_s = 0, other_s = 0, seconds = 0;
+  double memory_s = 0, mma_s = 0, other_s = 0, latency_s = 0, seconds = 0;
   bool masked = false;
 };
 
@@ -176,7 +176,17 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t) 
   e.memory_s = e.bytes / bw;
   e.mma_s = e.mma / (t.mma_flops_per_s * frac);
   e.other_s = e.other / (t.fp_flops_per_s * frac);
-  e.seconds = std::max({e.memory_s, e.mma_s, e.other_s}) + t.launch_s;
+  // A program runs its loop iterations one after another, each waiting for
+  // its loads (pipelining hides part of it): however few bytes a tiny block
+  // moves, an iteration costs at least loop_iteration_s. Programs resident
+  // together on an SM overlap their iterations; more programs than fit run
+  // in waves.
+  double iterations = 0;
+  for (double x : exec) iterations += x;
+  iterations /= e.programs;
+  double waves = std::ceil(e.programs / (double(t.sms) * t.programs_per_sm));
+  e.latency_s = waves * iterations * t.loop_iteration_s;
+  e.seconds = std::max({e.memory_s, e.mma_s, e.other_s, e.latency_s}) + t.launch_s;
   return e;
 }
 
@@ -346,8 +356,13 @@ ProgramEstimate report(const ProgramSummary& s, const LoweredProgram& lp, const 
     ke.launch_s = t.launch_s;
     ke.seconds = e.seconds;
     ke.masked = e.masked;
-    double m = std::max({e.memory_s, e.mma_s, e.other_s});
-    ke.bound = m == 0 ? "launch" : m == e.memory_s ? "memory" : m == e.mma_s ? "mma" : "fp";
+    ke.latency_s = e.latency_s;
+    double m = std::max({e.memory_s, e.mma_s, e.other_s, e.latency_s});
+    ke.bound = m == 0                ? "launch"
+               : m == e.memory_s   ? "memory"
+               : m == e.mma_s      ? "mma"
+               : m == e.other_s    ? "fp"
+                                   : "latency";
     out.seconds += e.seconds;
     out.kernels.push_back(std::move(ke));
   }

@@ -58,7 +58,7 @@ Target parse_target(std::string_view json_text, const std::string& file) {
       "name",           "description",     "sources",         "sms",
       "dram_GBps",      "kernel_GBps",     "sm_GBps",         "mma_TFLOPs",      "fp32_TFLOPs",
       "launch_us",      "l2_MiB",          "smem_per_program_KiB", "registers_per_program_KiB",
-      "pipeline_stages", "min_dot",        "max_tile_elements", "measurements"};
+      "pipeline_stages", "loop_iteration_us", "programs_per_sm", "min_dot",        "max_tile_elements", "measurements"};
   for (const auto& [key, value] : root.object)
     if (!known.count(key))
       throw Error(file, value.loc, "unknown field \"" + key + "\" in a target profile");
@@ -68,7 +68,7 @@ Target parse_target(std::string_view json_text, const std::string& file) {
   t.description = text(root, "description", file);
   t.sms = int(number(root, "sms", file, 1, true));
   t.dram_bytes_per_s = number(root, "dram_GBps", file, 1e-3, false) * 1e9;
-  t.kernel_bytes_per_s = root.object.count("kernel_GBps")
+  t.kernel_bytes_per_s = root.find("kernel_GBps")
                              ? number(root, "kernel_GBps", file, 1e-3, false) * 1e9
                              : t.dram_bytes_per_s;
   t.sm_bytes_per_s = number(root, "sm_GBps", file, 1e-3, false) * 1e9;
@@ -79,6 +79,9 @@ Target parse_target(std::string_view json_text, const std::string& file) {
   t.smem_bytes_per_program = int64_t(number(root, "smem_per_program_KiB", file, 1, false) * 1024);
   t.register_bytes_per_program = int64_t(number(root, "registers_per_program_KiB", file, 1, false) * 1024);
   t.pipeline_stages = int(number(root, "pipeline_stages", file, 1, true));
+  // Optional: a profile without them has no latency term.
+  t.loop_iteration_s = root.find("loop_iteration_us") ? number(root, "loop_iteration_us", file, 0, false) * 1e-6 : 0;
+  t.programs_per_sm = root.find("programs_per_sm") ? number(root, "programs_per_sm", file, 1, false) : 1;
   t.min_dot = int(number(root, "min_dot", file, 1, true));
   t.max_tile_elements = int64_t(number(root, "max_tile_elements", file, 1, true));
   return t;

@@ -52,6 +52,22 @@ TEST(CostTarget, H200FiguresAreTheMeasuredOnes) {
   EXPECT_DOUBLE_EQ(t.mma_flops_per_s, 790e12);
   EXPECT_DOUBLE_EQ(t.launch_s, 2.8e-6);
   EXPECT_EQ(t.l2_bytes, int64_t(60) << 20);
+  // bench/calibrate_bw.py (bench/results/h200-2026-11-29-calibrate).
+  EXPECT_DOUBLE_EQ(t.kernel_bytes_per_s, 2550e9);
+  EXPECT_DOUBLE_EQ(t.sm_bytes_per_s, 32e9);
+  EXPECT_EQ(t.pipeline_stages, 3);
+  EXPECT_DOUBLE_EQ(t.loop_iteration_s, 0.4e-6);
+  EXPECT_DOUBLE_EQ(t.programs_per_sm, 2);
+}
+
+TEST(CostTarget, OptionalFiguresDefault) {
+  Target t = parse_target(R"({"name": "x", "description": "", "sms": 10, "dram_GBps": 1000, "sm_GBps": 50,
+    "mma_TFLOPs": 100, "fp32_TFLOPs": 10, "launch_us": 3, "l2_MiB": 4, "smem_per_program_KiB": 100,
+    "registers_per_program_KiB": 64, "pipeline_stages": 2, "min_dot": 16, "max_tile_elements": 1024})",
+                          "x.json");
+  EXPECT_DOUBLE_EQ(t.kernel_bytes_per_s, t.dram_bytes_per_s);
+  EXPECT_DOUBLE_EQ(t.loop_iteration_s, 0);
+  EXPECT_DOUBLE_EQ(t.programs_per_sm, 1);
 }
 
 TEST(CostTarget, BadProfilesAreErrorsWithPositions) {
@@ -145,6 +161,27 @@ TEST(CostModel, LoadsInLoopsAndHoistedLoads) {
   const double a = 12.0 * 20 * 4, b = 20.0 * 10 * 4, c = 12.0 * 10 * 4;
   EXPECT_DOUBLE_EQ(e.kernels[0].bytes, a * 5 + b * 3 + c);
   EXPECT_EQ(e.kernels[0].loops, std::vector<Axis>{axis("k.0")});
+}
+
+// Row sums of a 2048 x 8192 matrix: tiny blocks of k make a long loop whose
+// iterations each wait for their loads; the latency term prices that, and
+// the chosen blocks keep the loop short.
+TEST(CostModel, LongLoopsOfTinyBlocksAreLatencyBound) {
+  Program p = parse_and_check(
+      "(program rowsum (dims (m 2048) (k 8192)) (input x f16 [m k])\n"
+      "  (output y [m] (combine m.0 m (preduce k.0 + (sum k (partition k.0 k (partition m.0 m x)))))))");
+  LoweredProgram lp = lower_program(p);
+  CostModel cm(h200());
+  const Target& t = h200();
+  ProgramEstimate tiny = cm.evaluate(p, lp, {{axis("m.0"), 16}, {axis("k.0"), 1}});
+  // 128 programs on 132 SMs: one wave of 8192 iterations each.
+  EXPECT_DOUBLE_EQ(tiny.kernels[0].programs, 128);
+  EXPECT_NEAR(tiny.kernels[0].latency_s, 8192 * t.loop_iteration_s, 1e-12);
+  EXPECT_EQ(tiny.kernels[0].bound, "latency");
+  ProgramEstimate best = cm.estimate(p, lp);
+  ASSERT_TRUE(best.feasible);
+  EXPECT_EQ(best.kernels[0].bound, "memory");
+  EXPECT_LT(best.seconds, tiny.seconds / 10);
 }
 
 TEST(CostModel, TensorCoreFlopsAndTheComputeBound) {

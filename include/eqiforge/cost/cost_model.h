@@ -31,8 +31,14 @@
 // largest live tile in registers, no tile above Triton's element limit. A
 // program with no legal choice is infeasible.
 //
-// The bound is optimistic: no L2 reuse of re-read data, no latency or
-// occupancy effects past the SM cap, perfect overlap of memory and compute.
+// A loop's iterations run one after another in each program: a kernel also
+// takes at least (waves of resident programs) x (loop iterations per
+// program) x the target's loop_iteration_us, so tiny blocks in long loops
+// are not free ("latency" bound).
+//
+// The bound is optimistic: no L2 reuse of re-read data, no occupancy
+// effects past the SM cap and the resident programs, perfect overlap of
+// memory and compute.
 #pragma once
 
 #include <optional>
@@ -54,9 +60,9 @@ struct KernelEstimate {
   double bytes = 0;
   double mma_flops = 0;
   double other_flops = 0;
-  double memory_s = 0, mma_s = 0, other_s = 0, launch_s = 0;
-  double seconds = 0;            // max of the three terms, plus launch
-  std::string bound;             // "memory", "mma", "fp" (the largest term), or "launch" when all are 0
+  double memory_s = 0, mma_s = 0, other_s = 0, latency_s = 0, launch_s = 0;
+  double seconds = 0;            // max of the four terms, plus launch
+  std::string bound;             // "memory", "mma", "fp", "latency" (the largest term), or "launch" when all are 0
   bool masked = false;           // some loop skips fully masked blocks
 };
 
