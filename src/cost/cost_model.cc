@@ -108,7 +108,7 @@ struct Sizes {
 };
 
 struct KernelEval {
-  double programs = 0, bytes = 0, mma = 0, other = 0;
+  double programs = 0, bytes = 0, l2_bytes = 0, mma = 0, other = 0;
   double regs = 0, smem = 0, max_tile = 0;
   double memory_s = 0, mma_s = 0, other_s = 0, latency_s = 0, seconds = 0;
   bool masked = false;
@@ -142,7 +142,15 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t) 
   auto times = [&](int scope) { return scope < 0 ? e.programs : exec[size_t(scope)]; };
   for (const LoadRow& ld : k.loads) {
     if (ld.dtype_bytes == 0) continue;  // an index, not a memory read
-    e.bytes += times(ld.scope) * z.avg(ld.tile) * ld.dtype_bytes;
+    double reads = times(ld.scope) * z.avg(ld.tile) * ld.dtype_bytes;
+    e.bytes += reads;
+    // Re-reads (replicated axes) of a slice that fits in L2 -- what the
+    // programs along the load's partitioned grid axes share -- come from L2.
+    double repeats = 1, slices = 1;
+    for (int a : ld.replicated) repeats *= z.coords[size_t(a)];
+    for (int a : ld.partitioned_grid) slices *= z.coords[size_t(a)];
+    double unique = reads / repeats;
+    if (repeats > 1 && unique / slices <= t.l2_reuse_bytes) e.l2_bytes += reads - unique;
     double el = z.padded(ld.tile);
     // In a kernel with dots, a matrix tile may feed tl.dot, which pads each
     // blocked dim to the smallest dot in shared memory (a 4 x 4096 tile
@@ -173,7 +181,8 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t) 
   double busy = std::min(e.programs, double(t.sms));
   double frac = busy / double(t.sms);
   double bw = std::min(t.kernel_bytes_per_s, busy * t.sm_bytes_per_s);
-  e.memory_s = e.bytes / bw;
+  // DRAM serves the bytes L2 does not; every byte passes through L2.
+  e.memory_s = std::max((e.bytes - e.l2_bytes) / bw, e.bytes / t.l2_bytes_per_s);
   e.mma_s = e.mma / (t.mma_flops_per_s * frac);
   e.other_s = e.other / (t.fp_flops_per_s * frac);
   // A program runs its loop iterations one after another, each waiting for

@@ -169,6 +169,10 @@ class Compiler {
           row.dtype_bytes = dtype_bytes(lp_.buffers[size_t(buffer)].dtype);
         }
         row.tile = tile_of(t.parts[i]);
+        for (Axis a : ld.replicated_over) row.replicated.push_back(axis(a));
+        for (const AxisState& as : t.parts[i].delta)
+          if (as.state.kind == StateKind::Part && std::find(k.grid.begin(), k.grid.end(), as.axis) != k.grid.end())
+            row.partitioned_grid.push_back(axis(as.axis));
         ks.loads.push_back(std::move(row));
       }
     }

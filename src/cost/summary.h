@@ -66,6 +66,11 @@ struct LoadRow {
   int scope = -1;
   double dtype_bytes = 0;  // 0 for an index (iota)
   Tile tile;
+  // Axes over which the same elements are read again, and the kernel's grid
+  // axes that partition the load (its programs read disjoint slices along
+  // them): re-reads of a slice that fits in L2 are served from L2.
+  std::vector<int> replicated;
+  std::vector<int> partitioned_grid;
 };
 
 struct ComputeRow {

@@ -57,7 +57,7 @@ Target parse_target(std::string_view json_text, const std::string& file) {
   static const std::set<std::string, std::less<>> known = {
       "name",           "description",     "sources",         "sms",
       "dram_GBps",      "kernel_GBps",     "sm_GBps",         "mma_TFLOPs",      "fp32_TFLOPs",
-      "launch_us",      "l2_MiB",          "smem_per_program_KiB", "registers_per_program_KiB",
+      "launch_us",      "l2_MiB",          "l2_GBps",          "smem_per_program_KiB", "registers_per_program_KiB",
       "pipeline_stages", "loop_iteration_us", "programs_per_sm", "min_dot",        "max_tile_elements", "measurements"};
   for (const auto& [key, value] : root.object)
     if (!known.count(key))
@@ -76,6 +76,9 @@ Target parse_target(std::string_view json_text, const std::string& file) {
   t.fp_flops_per_s = number(root, "fp32_TFLOPs", file, 1e-3, false) * 1e12;
   t.launch_s = number(root, "launch_us", file, 0, false) * 1e-6;
   t.l2_bytes = int64_t(number(root, "l2_MiB", file, 0, false) * 1024 * 1024);
+  t.l2_reuse_bytes = double(t.l2_bytes) / 4;
+  t.l2_bytes_per_s =
+      root.find("l2_GBps") ? number(root, "l2_GBps", file, 1e-3, false) * 1e9 : t.kernel_bytes_per_s;
   t.smem_bytes_per_program = int64_t(number(root, "smem_per_program_KiB", file, 1, false) * 1024);
   t.register_bytes_per_program = int64_t(number(root, "registers_per_program_KiB", file, 1, false) * 1024);
   t.pipeline_stages = int(number(root, "pipeline_stages", file, 1, true));

@@ -51,9 +51,21 @@ double CostGuide::weight_in(EClassId c, const Option& o, const std::span<const u
   return n;
 }
 
+double CostGuide::child_share(EClassId child, double weight) const {
+  // A buffer (a global class: an input or another kernel's result) is
+  // computed once, however many programs read it and however slowly.
+  return table_.facts(child).global ? 1 : weight;
+}
+
 double CostGuide::slowdown(const Option& kernel_root) const {
+  // The most programs the grid can have: blocks of the smallest dot (the
+  // cost model may choose blocks that small to fill the SMs).
   double programs = 1;
-  for (uint32_t a : kernel_root.grid_axes) programs *= coords(Axis::unpack(a));
+  for (uint32_t a : kernel_root.grid_axes) {
+    Axis axis = Axis::unpack(a);
+    double outer = axis.level == 0 ? extent(axis.dim) : block(Axis{axis.dim, uint8_t(axis.level - 1)});
+    programs *= std::max(1.0, std::ceil(outer / double(target_.min_dot)));
+  }
   double bw = std::min(target_.kernel_bytes_per_s, programs * target_.sm_bytes_per_s);
   return std::max(1.0, target_.kernel_bytes_per_s / bw);
 }
@@ -269,7 +281,7 @@ void CostGuide::analyze() {
           total += most;
         } else {
           for (EClassId child : o.children) {
-            total += weight * to_go(child, cr);
+            total += child_share(child, weight) * to_go(child, cr);
             if (!(total < best)) break;
           }
         }
@@ -307,7 +319,8 @@ double CostGuide::remaining(const PartialProgram& s) {
     uint32_t kernel = o.kernel_root ? c.v : h.kernel;
     const std::vector<uint32_t>* child_grid = o.kernel_root ? &o.grid_axes : grid;
     double weight = h.weight * child_weight(c, o, child_grid ? std::span<const uint32_t>(*child_grid) : std::span<const uint32_t>());
-    for (EClassId k : o.children) stack_.push_back(Pending{Hole{k.v, cr, scope, kernel, weight}, child_grid});
+    for (EClassId k : o.children)
+      stack_.push_back(Pending{Hole{k.v, cr, scope, kernel, child_share(k, weight)}, child_grid});
   }
   return total;
 }

@@ -103,6 +103,11 @@ class CostGuide {
   bool fits(const TensorType& t, double element_bytes, int64_t budget, double block_floor = 1) const;
   bool dot_operands_fit(const Option& tile_matmul) const;
   double slowdown(const Option& kernel_root) const;
+ public:
+  // The weight a child class gets from its parent's `weight`: 1 for a
+  // buffer (global class), which its own kernel computes once.
+  double child_share(EClassId child, double weight) const;
+ private:
   // child_weight in a kernel with grid *grid; null: every axis counts as a grid axis.
   double weight_in(EClassId c, const Option& o, const std::span<const uint32_t>* grid) const;
   double block(Axis a) const;                  // nominal block size

@@ -48,7 +48,7 @@ bool Filler::require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope,
     uint32_t child_kernel = o.kernel_root ? c.v : f->kernel;
     double child_weight = f->weight * weight_below(s, c, o, child_kernel);
     for (EClassId k : o.children)
-      if (!require(s, k, child, child_scope, child_kernel, child_weight)) return false;
+      if (!require(s, k, child, child_scope, child_kernel, share(k, child_weight))) return false;
     return true;
   }
   for (Hole& h : s.holes)
@@ -105,8 +105,12 @@ bool Filler::fill_first_hole(PartialProgram& s, uint32_t option, double input_by
   uint32_t child_kernel = o.kernel_root ? c.v : h.kernel;
   double child_weight = h.weight * weight_below(s, c, o, child_kernel);
   for (EClassId k : o.children)
-    if (!require(s, k, child, child_scope, child_kernel, child_weight)) return false;
+    if (!require(s, k, child, child_scope, child_kernel, share(k, child_weight))) return false;
   return true;
+}
+
+double Filler::share(EClassId child, double weight) const {
+  return guide_ ? guide_->child_share(child, weight) : 1;
 }
 
 double Filler::weight_below(const PartialProgram& s, EClassId c, const Option& o, uint32_t kernel) const {

@@ -92,6 +92,7 @@ class Filler {
  private:
   bool reaches(const PartialProgram& s, uint32_t from, uint32_t target);
   // The guide's weight of option o's children in kernel `kernel` (1 without a guide).
+  double share(EClassId child, double weight) const;
   double weight_below(const PartialProgram& s, EClassId c, const Option& o, uint32_t kernel) const;
   void charge_recompute(PartialProgram& s, EClassId c, uint8_t req, uint32_t first_scope, uint32_t scope,
                         double weight);

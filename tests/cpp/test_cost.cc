@@ -163,6 +163,24 @@ TEST(CostModel, LoadsInLoopsAndHoistedLoads) {
   EXPECT_EQ(e.kernels[0].loops, std::vector<Axis>{axis("k.0")});
 }
 
+// z = x + v (v broadcast over rows): every program re-reads v, which fits
+// in L2; only its first read comes from DRAM.
+TEST(CostModel, ReReadsOfWhatFitsInL2ComeFromL2) {
+  Program p = parse_and_check(
+      "(program bias (dims (m 4096) (n 4096)) (input x f16 [m n]) (input v f16 [n])\n"
+      "  (output z [m n] (combine m.0 m (add (partition m.0 m x) (replicate m.0 v)))))");
+  LoweredProgram lp = lower_program(p);
+  CostModel cm(h200());
+  const Target& t = h200();
+  ProgramEstimate e = cm.evaluate(p, lp, {{axis("m.0"), 16}});
+  const double x = 4096.0 * 4096 * 2, v = 4096.0 * 2, z = x, reads = 256 * v;
+  EXPECT_DOUBLE_EQ(e.kernels[0].bytes, x + reads + z);
+  const double dram = x + v + z;
+  EXPECT_NEAR(e.kernels[0].memory_s, std::max(dram / t.kernel_bytes_per_s, (x + reads + z) / t.l2_bytes_per_s),
+              1e-12);
+  EXPECT_LT(e.kernels[0].memory_s, (x + reads + z) / t.kernel_bytes_per_s);
+}
+
 // Row sums of a 2048 x 8192 matrix: tiny blocks of k make a long loop whose
 // iterations each wait for their loads; the latency term prices that, and
 // the chosen blocks keep the loop short.

@@ -5,14 +5,17 @@
 // the same grid axes, loops, loads with their re-read axes, and stores that
 // code generation emits. Per kernel, for given block sizes:
 //
-//   time = max(bytes / BW_eff, mma_flops / TC_eff, other_flops / FP_eff) + launch
+//   time = max(memory, mma_flops / TC_eff, other_flops / FP_eff, latency) + launch
+//   memory = max((bytes - L2 hits) / BW_eff, bytes / L2 bandwidth)
 //
 //   bytes        every load's elements times the number of times they are
 //                read (a load replicated over a grid axis, or over a loop it
 //                sits inside, is re-read once per coordinate of that axis),
 //                plus every store;
-//   BW_eff       min(DRAM bandwidth, busy SMs x one program's bandwidth): a
-//                grid with fewer programs than SMs cannot use all of it;
+//   BW_eff       min(kernel bandwidth, busy SMs x one program's bandwidth):
+//                what a generated kernel streams at best (kernel_GBps, below
+//                a copy's DRAM bandwidth), and a grid with fewer programs
+//                than SMs cannot use all of it;
 //   mma_flops    tile_matmul on two 2-D tiles (tl.dot), each of M, N, K
 //                padded to the target's smallest dot; other contractions
 //                and all pointwise work and reductions count as other_flops
@@ -36,9 +39,14 @@
 // program) x the target's loop_iteration_us, so tiny blocks in long loops
 // are not free ("latency" bound).
 //
-// The bound is optimistic: no L2 reuse of re-read data, no occupancy
-// effects past the SM cap and the resident programs, perfect overlap of
-// memory and compute.
+// Re-reads (a load replicated over some axes) of a slice that fits in a
+// quarter of L2 -- the part of the source that the programs along the load's
+// partitioned grid axes share -- are served by L2: DRAM moves the bytes L2
+// does not hold, and every byte passes through L2 at l2_GBps.
+//
+// The bound is optimistic: L2 holds every such slice whatever the order in
+// which programs run, no occupancy effects past the SM cap and the resident
+// programs, perfect overlap of memory and compute.
 #pragma once
 
 #include <optional>

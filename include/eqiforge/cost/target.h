@@ -33,6 +33,11 @@ struct Target {
   double fp_flops_per_s = 0;         // fp32 peak outside the tensor cores
   double launch_s = 0;               // one kernel launch (an empty kernel's time)
   int64_t l2_bytes = 0;
+  // Re-reads of a slice of at most l2_reuse_bytes are served from L2, which
+  // delivers l2_bytes_per_s in all (defaults: a quarter of the L2, and no
+  // faster than the kernel bandwidth, i.e. no reuse benefit).
+  double l2_reuse_bytes = 0;
+  double l2_bytes_per_s = 0;
   int64_t smem_bytes_per_program = 0;      // shared memory one program may use
   int64_t register_bytes_per_program = 0;  // register budget for tiles of one program
   int pipeline_stages = 2;           // copies of each loop-carried load tile in shared memory
