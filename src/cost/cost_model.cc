@@ -109,10 +109,22 @@ struct Sizes {
 
 struct KernelEval {
   double programs = 0, bytes = 0, l2_bytes = 0, mma = 0, other = 0;
+  double dram_time_bytes = 0;  // DRAM bytes, each divided by its access efficiency
   double regs = 0, smem = 0, max_tile = 0;
   double memory_s = 0, mma_s = 0, other_s = 0, latency_s = 0, seconds = 0;
   bool masked = false;
 };
+
+// How well loads whose rows hold `run` contiguous bytes use DRAM, relative
+// to long rows. bench/calibrate_bw.py: tiles of 32 fp16 columns (64-byte
+// rows) stream at 0.8-0.9 of 64-128 columns; shorter runs are taken to lose
+// more, down to a 32-byte sector per access.
+double dram_efficiency(double run) {
+  if (run >= 128) return 1.0;
+  if (run >= 64) return 0.85 + 0.15 * (run - 64) / 64;
+  if (run >= 32) return 0.6 + 0.25 * (run - 32) / 32;
+  return std::max(0.25, 0.6 * run / 32);
+}
 
 KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t) {
   KernelEval e;
@@ -150,7 +162,13 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t) 
     for (int a : ld.replicated) repeats *= z.coords[size_t(a)];
     for (int a : ld.partitioned_grid) slices *= z.coords[size_t(a)];
     double unique = reads / repeats;
-    if (repeats > 1 && unique / slices <= t.l2_reuse_bytes) e.l2_bytes += reads - unique;
+    double from_dram = reads;
+    if (repeats > 1 && unique / slices <= t.l2_reuse_bytes) {
+      e.l2_bytes += reads - unique;
+      from_dram = unique;
+    }
+    double run = ld.contiguous_known ? z.avg(ld.contiguous) * ld.dtype_bytes : 1e9;
+    e.dram_time_bytes += from_dram / dram_efficiency(run);
     double el = z.padded(ld.tile);
     // In a kernel with dots, a matrix tile may feed tl.dot, which pads each
     // blocked dim to the smallest dot in shared memory (a 4 x 4096 tile
@@ -175,14 +193,17 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t) 
     live = std::max(live, 4 * m * n);
     e.max_tile = std::max(e.max_tile, std::max(m * n, std::max(m * kk, kk * n)));
   }
-  for (const StoreRow& s : k.stores) e.bytes += z.avg(s.whole) * s.dtype_bytes;
+  for (const StoreRow& s : k.stores) {
+    e.bytes += z.avg(s.whole) * s.dtype_bytes;
+    e.dram_time_bytes += z.avg(s.whole) * s.dtype_bytes;
+  }
   e.regs = acc_regs + live;
 
   double busy = std::min(e.programs, double(t.sms));
   double frac = busy / double(t.sms);
   double bw = std::min(t.kernel_bytes_per_s, busy * t.sm_bytes_per_s);
   // DRAM serves the bytes L2 does not; every byte passes through L2.
-  e.memory_s = std::max((e.bytes - e.l2_bytes) / bw, e.bytes / t.l2_bytes_per_s);
+  e.memory_s = std::max(e.dram_time_bytes / bw, e.bytes / t.l2_bytes_per_s);
   e.mma_s = e.mma / (t.mma_flops_per_s * frac);
   e.other_s = e.other / (t.fp_flops_per_s * frac);
   // A program runs its loop iterations one after another, each waiting for

@@ -170,6 +170,15 @@ class Compiler {
         }
         row.tile = tile_of(t.parts[i]);
         for (Axis a : ld.replicated_over) row.replicated.push_back(axis(a));
+        if (ld.buffer >= 0 && ld.views.empty()) {
+          const std::vector<Symbol>& layout = lp_.buffers[size_t(ld.buffer + (t.is_tuple ? int(i) : 0))].layout;
+          if (!layout.empty())
+            for (const DimView& v : tile_view(p_, t.parts[i], lp_.unit_axes))
+              if (v.dim == layout.back()) {
+                row.contiguous = ref(v);
+                row.contiguous_known = true;
+              }
+        }
         for (const AxisState& as : t.parts[i].delta)
           if (as.state.kind == StateKind::Part && std::find(k.grid.begin(), k.grid.end(), as.axis) != k.grid.end())
             row.partitioned_grid.push_back(axis(as.axis));

@@ -71,6 +71,11 @@ struct LoadRow {
   // them): re-reads of a slice that fits in L2 are served from L2.
   std::vector<int> replicated;
   std::vector<int> partitioned_grid;
+  // The tile's extent along the buffer's innermost (contiguous) dim: runs
+  // shorter than a cache line use DRAM less well. Kind One: unknown (a view
+  // between the tile and the buffer) or a single element.
+  DimRef contiguous;
+  bool contiguous_known = false;
 };
 
 struct ComputeRow {

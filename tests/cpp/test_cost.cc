@@ -181,6 +181,22 @@ TEST(CostModel, ReReadsOfWhatFitsInL2ComeFromL2) {
   EXPECT_LT(e.kernels[0].memory_s, (x + reads + z) / t.kernel_bytes_per_s);
 }
 
+// The same bytes in tiles of 16 fp16 columns (32-byte rows) or 64 (128-byte
+// rows): short contiguous runs use DRAM less well.
+TEST(CostModel, ShortContiguousRunsCostMore) {
+  Program p = parse_and_check(
+      "(program add2 (dims (m 4096) (n 4096)) (input x f16 [m n]) (input y f16 [m n])\n"
+      "  (output z [m n] (combine m.0 m (combine n.0 n (add (partition n.0 n (partition m.0 m x))\n"
+      "                                                      (partition n.0 n (partition m.0 m y)))))))");
+  LoweredProgram lp = lower_program(p);
+  CostModel cm(h200());
+  ProgramEstimate narrow = cm.evaluate(p, lp, {{axis("m.0"), 64}, {axis("n.0"), 16}});
+  ProgramEstimate wide = cm.evaluate(p, lp, {{axis("m.0"), 16}, {axis("n.0"), 64}});
+  EXPECT_DOUBLE_EQ(narrow.kernels[0].bytes, wide.kernels[0].bytes);
+  EXPECT_DOUBLE_EQ(narrow.kernels[0].programs, wide.kernels[0].programs);
+  EXPECT_GT(narrow.kernels[0].memory_s, 1.3 * wide.kernels[0].memory_s);
+}
+
 // Row sums of a 2048 x 8192 matrix: tiny blocks of k make a long loop whose
 // iterations each wait for their loads; the latency term prices that, and
 // the chosen blocks keep the loop short.

@@ -6,7 +6,9 @@
 // code generation emits. Per kernel, for given block sizes:
 //
 //   time = max(memory, mma_flops / TC_eff, other_flops / FP_eff, latency) + launch
-//   memory = max((bytes - L2 hits) / BW_eff, bytes / L2 bandwidth)
+//   memory = max(DRAM bytes / BW_eff, bytes / L2 bandwidth), DRAM bytes
+//            each divided by how well its rows use DRAM (contiguous runs
+//            shorter than 128 bytes cost more; cost_model.cc)
 //
 //   bytes        every load's elements times the number of times they are
 //                read (a load replicated over a grid axis, or over a loop it
