@@ -149,10 +149,10 @@ def test_start_config_is_exactly_the_estimate():
     cand = Candidate(3, "(program p)", 1e-6, estimate)
     space = nested_space(estimate)
     config = start_config(cand, NESTED, space)
-    assert config == Config(3, (("block_h0", 1), ("block_m0", 4), ("block_m1", 4), ("block_n0", 2048)), 4, 2)
-    # Options without 4 warps or 2 stages: the nearest allowed values.
-    other = nested_space(estimate, num_warps=[8, 16], num_stages=[3, 4])
-    assert (start_config(cand, NESTED, other).num_warps, start_config(cand, NESTED, other).num_stages) == (8, 3)
+    assert config == Config(3, (("block_h0", 1), ("block_m0", 4), ("block_m1", 4), ("block_n0", 2048)), 4, 3)
+    # Options without 4 warps or 3 stages: the nearest allowed values.
+    other = nested_space(estimate, num_warps=[8, 16], num_stages=[4, 5])
+    assert (start_config(cand, NESTED, other).num_warps, start_config(cand, NESTED, other).num_stages) == (8, 4)
     # Axes the estimate leaves out get the emitted module's defaults.
     bare = start_config(Candidate(3, "(program p)", None, {}), NESTED, nested_space())
     assert dict(bare.blocks) == {"block_m0": 64, "block_m1": 32, "block_n0": 64, "block_h0": 1}
@@ -413,7 +413,7 @@ def test_a_configuration_that_does_not_compile_drops_only_that_configuration():
         return (1 + abs(math.log2(dict(c.blocks)["block_m0"]) - 4)) * (0.9 if c.num_stages == 2 else 1) * c.rank
 
     tuner, _, _ = measured_tuner([too_large_above(16), GOOD], blocks=[{"m.0": 64}, {"m.0": 64}], timer=timer,
-                                 progress=Progress(verbose=1, stream=out), num_stages=[1, 2, 3])
+                                 progress=Progress(verbose=1, stream=out), num_stages=[1, 2])
     tuner.clock = clock
     result = tuner.run()
     order = tried(tuner)
