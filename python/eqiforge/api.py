@@ -129,7 +129,7 @@ def optimize(fn_or_module: Callable | torch.nn.Module, *example_inputs: Any, **o
 
     Returns a callable with the same signature and outputs. Options (see
     eqiforge.options.Options): budget_s, target, cache_dir, cache, node_limit,
-    search_time_s, extract_time_s, top_k, extract_mode, verbose, unsupported
+    search_time_s, extract_time_s, top_k, extract_mode, partition_ops, verbose, unsupported
     ("error" | "fallback"), block_sizes, num_warps, num_stages, cuda_graphs,
     baselines, seed. A bad option raises OptionError naming it.
     """
@@ -196,8 +196,29 @@ def compile_captured(fe, fn, example_inputs: tuple, opts: Options, progress: Pro
                 progress.info(f"cache hit: {entry.path}")
                 return program
 
+    from .runtime import partition as partitioning
+
+    plan, found, why = None, None, ""
     with progress.stage("search, extraction and static ranking"):
-        found = search.find_candidates(fe.text, opts, target, file=f"<{fe.name}>")
+        if partitioning.has_partitioning():
+            # Large programs are cut up front; the plan also counts the operators.
+            plan = partitioning.partition_program(fe.text, opts.partition_ops or 1 << 30)
+            why = f"{plan.ops} operators, more than partition_ops={opts.partition_ops}"
+            if len(plan.subgraphs) <= 1:
+                plan = None
+        if plan is None:
+            found = search.find_candidates(fe.text, opts, target, file=f"<{fe.name}>")
+    # A whole program whose search found nothing is cut into subgraphs. One
+    # whose search hit a limit but found candidates keeps them (they are
+    # complete programs, fusion across the whole included) and is cut only if
+    # none of them verifies.
+    if plan is None and not found.candidates:
+        plan = _fallback_plan(fe, opts, found)
+        why = "the whole-program search found no candidate" + (
+            " (it hit a search limit)" if found.stats.get("limit_hit") else "")
+    if plan is not None:
+        return compile_partitioned(fe, fn, example_inputs, opts, progress, binding, plan, why, target,
+                                   interpret, gpu, module_dir)
     if not found.candidates:
         st = found.stats
         limits = "; a search limit was hit (options node_limit, search_time_s, extract_time_s)" \
@@ -215,7 +236,20 @@ def compile_captured(fe, fn, example_inputs: tuple, opts: Options, progress: Pro
     with progress.stage(stage):
         tuner = Tuner(binding, fn, example_inputs, found.candidates, opts, interpret=interpret,
                       progress=progress, module_dir=module_dir)
-        result = tuner.run()
+        try:
+            result = tuner.run()
+        except NoValidCandidate as e:
+            plan = _fallback_plan(fe, opts, found) if found.stats.get("limit_hit") else None
+            if plan is None:
+                raise
+            why = f"no candidate of the whole-program search (which hit a limit) verified: {str(e).splitlines()[0]}"
+            tuned = None
+        else:
+            tuned = result
+    if tuned is None:
+        return compile_partitioned(fe, fn, example_inputs, opts, progress, binding, plan, why, target,
+                                   interpret, gpu, module_dir)
+    result = tuned
     best = result.best
     params = best.config.params()
     inputs = binding.module_inputs(example_inputs)
@@ -243,6 +277,77 @@ def compile_captured(fe, fn, example_inputs: tuple, opts: Options, progress: Pro
     own = report.own_time()
     progress.info(f"chosen: {best.config.describe()}" + (f", {format_time(own)} per call" if own else ""))
     return program
+
+
+def _fallback_plan(fe, opts: Options, found):
+    """The partition of a program whose whole search failed (None when it
+    cannot be cut: one operator, or no partitioning in this build)."""
+    from .runtime import partition as partitioning
+
+    if not partitioning.has_partitioning():
+        return None
+    ops = partitioning.partition_program(fe.text, 1 << 30).ops
+    if ops <= 1:
+        return None
+    return partitioning.partition_program(fe.text, partitioning.first_bound(ops, opts))
+
+
+def compile_partitioned(fe, fn, example_inputs: tuple, opts: Options, progress: Progress, binding: Binding, plan,
+                        why: str, target: str, interpret: bool, gpu: str, module_dir):
+    """Each subgraph of `plan` searched and tuned on its own (identical ones
+    once), composed into one callable and checked against eager
+    (runtime/partition.py)."""
+    from .runtime import partition as partitioning
+    from .runtime.report import KernelReport
+
+    progress.info(f"partitioned: {why}; {len(plan.subgraphs)} subgraphs of at most {plan.max_ops} operators "
+                  f"({plan.distinct()} distinct)")
+    inputs = binding.module_inputs(example_inputs)
+    searcher = partitioning.PartitionedSearch(opts, target, interpret, progress, module_dir)
+    searcher.stats.reason = why
+    with progress.stage("searching and tuning the subgraphs"):
+        composed = searcher.compose(plan, inputs)
+    with progress.stage("checking the composed program against eager"):
+        verdict = partitioning.verify_composed(composed, binding, fn, example_inputs, opts)
+    if not verdict.ok:
+        raise NoValidCandidate(f"the composed subgraphs of {fe.name} do not match PyTorch eager: {verdict.reason}")
+    kernels = []
+    for step in composed.steps:
+        for k in step.piece.kernels:
+            kernels.append(KernelReport(f"{step.subgraph.name}.{k.name}", list(k.ops), list(k.grid), list(k.loops)))
+    timings: dict[str, float | None] = {}
+    notes = [f"partitioned into {len(plan.subgraphs)} subgraphs ({plan.distinct()} distinct, "
+             f"{plan.boundary_bytes} bytes through materialized boundaries): {why}"]
+    if not interpret:
+        timings["triton"] = do_bench_timer(lambda: composed(*inputs), 100.0)
+        if opts.baselines:
+            from .runtime.measure import baseline_timings
+
+            base, base_notes = baseline_timings(fn, example_inputs)
+            timings.update(base)
+            notes += base_notes
+    estimates = [s.piece.estimate_s for s in composed.steps]
+    report = Report(
+        program=fe.name,
+        device="Triton interpreter (CPU)" if interpret else gpu,
+        candidate_rank=1,
+        candidates=sum(p.candidates for p in searcher.pieces.values()),
+        estimate_s=sum(estimates) if all(e is not None for e in estimates) else None,
+        error=verdict.error,
+        kernels=kernels,
+        inputs=[i.name for i in fe.inputs],
+        outputs=[o.name for o in fe.outputs],
+        timings=timings,
+        runner="triton" if interpret else "lean",
+        notes=notes,
+        search={**partitioning.summed([p.search for p in searcher.pieces.values()]),
+                "subgraphs": len(plan.subgraphs), "distinct_subgraphs": plan.distinct(),
+                "searched": searcher.stats.searched, "reused": searcher.stats.reused,
+                "refined": searcher.stats.refined, "partition": plan.to_json()},
+        tuning={**partitioning.summed([p.tuning for p in searcher.pieces.values()]),
+                "partition": searcher.stats.to_json()},
+    )
+    return partitioning.ComposedProgram(binding, composed, fe.text, report, interpret, searcher.stats)
 
 
 def _report(fe, binding, fn, example_inputs, best, found, stats, params, inputs, runner, gpu, interpret, opts,

@@ -56,6 +56,13 @@ class Options:
     extract_time_s: float = 60.0
     top_k: int = 8
     extract_mode: str = "early"
+    # Programs with more operators than this are cut into subgraphs of at
+    # most this many, each searched on its own (identical ones once) and
+    # composed through materialized boundary tensors; a program whose
+    # whole-program search finds no candidate (or hits a limit and none of
+    # its candidates verifies) is cut too.
+    # 0: only in that case.
+    partition_ops: int = 16
     # Progress on stderr: 0/False quiet, 1/True stages and best-so-far,
     # 2 also every candidate and configuration.
     verbose: int = 0
@@ -95,6 +102,7 @@ class Options:
             "extract_time_s": self.extract_time_s,
             "top_k": self.top_k,
             "extract_mode": self.extract_mode,
+            "partition_ops": self.partition_ops,
             "block_sizes": list(self.block_sizes),
             "num_warps": list(self.num_warps),
             "num_stages": list(self.num_stages),
@@ -168,6 +176,10 @@ def _check(name: str, v: Any) -> Any:
         return v
     if name == "node_limit":
         return _positive_int(name, v, "e-graph nodes")
+    if name == "partition_ops":
+        if not _is_int(v) or v < 0:
+            raise _fail(name, "a non-negative integer (operators per subgraph; 0: cut only when the search fails)", v)
+        return v
     if name == "top_k":
         return _positive_int(name, v, "candidates to tune")
     if name == "extract_mode":

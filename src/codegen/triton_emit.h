@@ -225,6 +225,13 @@ double fold_literal(const Program& p, NodeId n);
 double constant_op(const Program& p, NodeId n, std::span<const double> kids);
 
 std::string dtype_triton(DType t);  // "tl.float32", ...
+// `e`, of dtype `from`, converted to `to` (".to(...)"). Conversions between
+// bf16 and any dtype other than f32 go through f32: Triton's CPU interpreter
+// converts only bf16 <-> f32 correctly (it holds bf16 as uint16 and converts
+// everything else with numpy's astype, so int 3 becomes the bf16 whose bits
+// are 3); on the GPU the step through f32 is exact for bool, f16 and
+// integers below 2^24.
+std::string convert_text(const Expr& e, DType from, DType to);
 std::string dtype_torch(DType t);   // "torch.float32", ...
 
 }  // namespace eqf::codegen

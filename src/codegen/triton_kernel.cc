@@ -384,20 +384,8 @@ Value KernelEmitter::load_part(const Load& ld, int part, const std::string& name
   const TensorType& t = p_.type(ld.node).get().parts.at(size_t(part < 0 ? 0 : part));
   std::vector<DimView> views = all_views(t);
   std::vector<DimView> tile = tile_dims(t);
-  if (ld.buffer < 0) {  // iota: the index itself
-    if (!ld.views.empty()) fail(ld.node, "layout ops over iota are not supported");
-    Value v;
-    v.dims = tile;
-    v.dtype = DType::I32;
-    v.expr = views.empty() ? Expr{"0", kAtom} : offs_expr(views.front(), tile);
-    return v;
-  }
-  int b = ld.buffer + (part >= 0 ? part : std::max(ld.component, 0));
-  const Buffer& buf = lp_.buffers[size_t(b)];
-  use_buffer(b);
-
   // The index of every dim of the loaded value, then through the layout
-  // views down to the buffer's own dims.
+  // views down to the buffer's own dims (for iota: to its one dim).
   std::map<Symbol, Expr> idx;
   for (const DimView& v : views) idx[v.dim] = offs_expr(v, tile);
   for (NodeId view : ld.views) {
@@ -420,6 +408,20 @@ Value KernelEmitter::load_part(const Load& ld, int part, const std::string& name
       idx.erase(d);
     }
   }
+  if (ld.buffer < 0) {  // iota: the index itself, e.g. hi * 4 + lo under a split
+    if (idx.size() > 1) fail(ld.node, "iota under layout ops with more than one dim left (a bug)");
+    Value v;
+    v.dims = tile;
+    v.dtype = DType::I32;
+    v.expr = idx.empty() ? Expr{"0", kAtom} : idx.begin()->second;
+    // A scalar index (the squeezed dim of extent 1 has offset 0) may be a
+    // Python int: make it a 0-d tensor, so that casts and comparisons apply.
+    if (tile.empty()) v.expr = Expr{"(tl.zeros([], tl.int32) + " + v.expr.text + ")", kAtom};
+    return v;
+  }
+  int b = ld.buffer + (part >= 0 ? part : std::max(ld.component, 0));
+  const Buffer& buf = lp_.buffers[size_t(b)];
+  use_buffer(b);
   std::string addr = address(b, buf, idx, ld.node);
   std::string mask = mask_expr(views, tile);
   std::string other = dtype_is_float(buf.dtype) ? "0.0" : "0";
@@ -651,8 +653,7 @@ void KernelEmitter::emit_store(const Store& st) {
   if (st.collected) idx[st.collected->collected_dim()] = Expr{coord(*st.collected).expr, kAtom};
   std::string addr = address(st.buffer, buf, idx, st.value);
   std::string value = v.expr.text;
-  if (v.dtype != buf.dtype)
-    value = (v.expr.prec >= kAtom ? value : "(" + value + ")") + ".to(" + dtype_triton(buf.dtype) + ")";
+  if (v.dtype != buf.dtype) value = convert_text(v.expr, v.dtype, buf.dtype);
   std::string mask = mask_expr(views, tile);
   std::string line = "tl.store(" + addr + ", " + value + (mask.empty() ? "" : ", mask=" + mask) + ")";
   if (line.size() + 4 > 100)

@@ -133,16 +133,46 @@ TileTuple emit_Silu(KernelEmitter& k, NodeId, Kids kids) {
   return single(k.binary(x, "*", kProduct, k.call("tl.sigmoid", x)));
 }
 TileTuple emit_Gelu(KernelEmitter& k, NodeId, Kids kids) {
-  // The exact (erf) form, as the reference interpreter computes it.
+  // The exact (erf) form, as the reference interpreter computes it:
+  // x/2 (1 + erf(x/sqrt 2)). Below 0, 1 + erf cancels (gelu(-5) came out 10%
+  // off in f32), so there it is x/2 erfc(|x|/sqrt 2), with erfc from the
+  // Chebyshev fit of Numerical Recipes (erfcc: relative error < 1.2e-7 for
+  // every argument; triton.language has no erfc).
   Value x = k.bind(k.to_float(one(kids, 0)), "gelu_in");
+  Value half_x = k.bind(k.binary(k.literal(0.5), "*", kProduct, x), "gelu_half");
   Value erf = k.call("tl.erf", k.binary(x, "*", kProduct, k.literal(M_SQRT1_2)));
-  Value half_x = k.binary(k.literal(0.5), "*", kProduct, x);
-  return single(k.binary(half_x, "*", kProduct, k.binary(k.literal(1.0), "+", kSum, erf)));
+  Value pos = k.binary(half_x, "*", kProduct, k.binary(k.literal(1.0), "+", kSum, erf));
+  Value z = k.bind(k.binary(k.call("tl.abs", x), "*", kProduct, k.literal(M_SQRT1_2)), "gelu_z");
+  Value t = k.bind(k.binary(k.literal(1.0), "/", kProduct,
+                            k.binary(k.literal(1.0), "+", kSum, k.binary(k.literal(0.5), "*", kProduct, z))),
+                   "gelu_t");
+  Value poly = k.literal(0.17087277);
+  for (double c : {-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196,
+                   1.00002368, -1.26551223})
+    poly = k.binary(k.literal(c), "+", kSum, k.binary(t, "*", kProduct, poly));
+  Value minus_z2 = k.binary(k.literal(0), "-", kSum, k.binary(z, "*", kProduct, z));
+  Value erfc = k.binary(t, "*", kProduct, k.call("tl.exp", k.binary(minus_z2, "+", kSum, poly)));
+  Value neg = k.binary(half_x, "*", kProduct, erfc);
+  return single(k.where(k.compare(x, "<", k.literal(0)), neg, pos));
 }
 TileTuple emit_Tanh(KernelEmitter& k, NodeId, Kids kids) {
-  // tanh(x) = 2 sigmoid(2x) - 1 (triton.language has no portable tanh).
-  Value s = k.call("tl.sigmoid", k.binary(k.literal(2.0), "*", kProduct, one(kids, 0)));
-  return single(k.binary(k.binary(k.literal(2.0), "*", kProduct, s), "-", kSum, k.literal(1.0)));
+  // triton.language has no portable tanh. 2 sigmoid(2x) - 1 cancels near 0
+  // (tanh(1e-6) came out 12% off in f32), and so does (1 - e) / (1 + e) with
+  // e = exp(-2|x|): below |x| = 1/4 the odd Taylor polynomial to x^9
+  // (relative error < 4e-9), above it sign(x) (1 - e) / (1 + e), whose
+  // rounding error is a few ulp there.
+  Value x = k.bind(k.to_float(one(kids, 0)), "tanh_in");
+  Value ax = k.bind(k.call("tl.abs", x), "tanh_abs");
+  Value e = k.bind(k.call("tl.exp", k.binary(k.literal(-2.0), "*", kProduct, ax)), "tanh_e");
+  Value far = k.binary(k.binary(k.literal(1.0), "-", kSum, e), "/", kProduct,
+                       k.binary(k.literal(1.0), "+", kSum, e));
+  Value signed_far = k.where(k.compare(x, "<", k.literal(0)), k.binary(k.literal(0), "-", kSum, far), far);
+  Value x2 = k.bind(k.binary(x, "*", kProduct, x), "tanh_x2");
+  Value poly = k.literal(62.0 / 2835.0);
+  for (double c : {-17.0 / 315.0, 2.0 / 15.0, -1.0 / 3.0, 1.0})
+    poly = k.binary(k.literal(c), "+", kSum, k.binary(x2, "*", kProduct, poly));
+  Value near = k.binary(x, "*", kProduct, poly);
+  return single(k.where(k.compare(ax, "<", k.literal(0.25)), near, signed_far));
 }
 TileTuple emit_Pow(KernelEmitter& k, NodeId n, Kids kids) {
   double c = attr_f64(k.program().node(n).attrs);
@@ -176,8 +206,7 @@ TileTuple emit_Cast(KernelEmitter& k, NodeId n, Kids kids) {
     return single(v);
   }
   Value v = x;
-  std::string base = x.expr.prec >= kAtom ? x.expr.text : "(" + x.expr.text + ")";
-  v.expr = Expr{base + ".to(" + dtype_triton(to) + ")", kAtom};
+  v.expr = Expr{convert_text(x.expr, x.dtype, to), kAtom};
   v.dtype = to;
   return single(v);
 }
@@ -306,7 +335,7 @@ TileTuple contract(KernelEmitter& k, NodeId n, Kids kids) {
     std::string text = v.expr.text;
     bool is_f16 = dtype == DType::F16 || dtype == DType::BF16;
     if (is_f16 && v.dtype != dtype)
-      text = (v.expr.prec >= kAtom ? text : "(" + text + ")") + ".to(" + dtype_triton(dtype) + ")";
+      text = convert_text(v.expr, v.dtype, dtype);
     else if (!is_f16)
       text = k.to_float(v).expr.text;
     bool stored_k_first = v.dims[0].dim == kd;

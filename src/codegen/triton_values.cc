@@ -54,6 +54,13 @@ std::string dtype_triton(DType t) {
   return "tl.float32";
 }
 
+std::string convert_text(const Expr& e, DType from, DType to) {
+  std::string text = atom(e);
+  if ((from == DType::BF16) != (to == DType::BF16) && from != DType::F32 && to != DType::F32)
+    text += ".to(tl.float32)";
+  return text + ".to(" + dtype_triton(to) + ")";
+}
+
 std::string dtype_torch(DType t) {
   switch (t) {
     case DType::F16:
@@ -190,7 +197,11 @@ Value KernelEmitter::binary(const Value& a0, std::string_view op, int prec, cons
   return out;
 }
 
-Value KernelEmitter::compare(const Value& a, std::string_view op, const Value& b) const {
+Value KernelEmitter::compare(const Value& a0, std::string_view op, const Value& b0) const {
+  // bf16 operands are compared in f32 (exact): Triton's CPU interpreter holds
+  // bf16 as uint16 and would compare the bit patterns.
+  auto operand = [&](const Value& v) { return v.dtype == DType::BF16 && !v.literal ? to_float(v) : v; };
+  Value a = operand(a0), b = operand(b0);
   const Value* args[] = {&a, &b};
   Value out;
   out.dims = union_dims(args);
@@ -225,7 +236,7 @@ Value KernelEmitter::where(const Value& c, const Value& a0, const Value& b0) con
   out.dtype = arith_dtype(branches);
   // A numeric condition selects where it is nonzero (as the interpreter does).
   std::string cond = expand(c, out.dims).text;
-  if (c.dtype != DType::Bool && !c.literal) cond = at_least(expand(c, out.dims), kCmp + 1) + " != 0";
+  if (c.dtype != DType::Bool && !c.literal) cond = expand(compare(c, "!=", literal(0)), out.dims).text;
   out.expr = Expr{"tl.where(" + cond + ", " + expand(a, out.dims).text + ", " +
                       expand(b, out.dims).text + ")",
                   kAtom};

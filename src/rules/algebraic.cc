@@ -140,8 +140,12 @@ void algebraic_rules(Table& t) {
   birule("div-as-reciprocal", "(div ?a ?b)", "(mul ?a (div 1 ?b))", "(not-value ?a 1) (not-literal ?b)");
   birule("div-mul-assoc", "(div (mul ?a ?b) ?c)", "(mul ?a (div ?b ?c))",
          "(not-literal ?b) (not-literal ?c)");
-  birule("exp-of-add", "(exp (add ?a ?b))", "(mul (exp ?a) (exp ?b))");
-  birule("exp-of-sub", "(exp (sub ?a ?b))", "(div (exp ?a) (exp ?b))");
+  // exp of a sum or difference, read in the combining direction only:
+  // splitting exp(x - max x) into exp(x) / exp(max x) undoes softmax's
+  // stabilization (exp overflows past 88 in f32, and inf / inf is NaN), so
+  // the splitting direction is an expanding law (off by default).
+  law("exp-product", "(mul (exp ?a) (exp ?b))", "(exp (add ?a ?b))");
+  law("exp-quotient", "(div (exp ?a) (exp ?b))", "(exp (sub ?a ?b))");
   rule("log-of-exp", "(log (exp ?x))", "?x");
   // Off: exp(log x) = x holds for x > 0 only; log of a negative is NaN, and
   // the soundness check reports the rule as failing.

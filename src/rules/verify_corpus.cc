@@ -174,7 +174,9 @@ const char* kUnits = R"(
   (output g [m k] (add (div x y) (div z y)))
   (output h [m k] (sub (div x y) (div z y)))
   (output i [m] (max k (sub x r)))
-  (output j [n m] (add (matmul k w x) (matmul k v x)))))";
+  (output j [n m] (add (matmul k w x) (matmul k v x)))
+  (output ex1 [m k] (mul (exp x) (exp y)))
+  (output ex2 [m k] (div (exp x) (exp r)))))";
 
 // Attention with the values as the left operand of P.V.
 const char* kAttentionValueFirst = R"(

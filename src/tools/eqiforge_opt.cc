@@ -9,6 +9,7 @@
 #include "tools/verbs_egraph.h"
 #include "tools/verbs_rules.h"
 #include "tools/verbs_extract.h"
+#include "tools/verbs_partition.h"
 #include "tools/verb_util.h"
 
 namespace eqf::cli {
@@ -123,6 +124,43 @@ const std::vector<Verb>& verb_table() {
             {.name = "--json", .value_name = "", .help = "print one JSON object"},
             {.name = "--programs", .value_name = "", .help = "print each candidate's program"}}),
        .run = verb_extract},
+      {.name = "gen-program",
+       .operands = "",
+       .num_operands = 0,
+       .summary = "print a random well-typed program (the fuzzers' generator), deterministic in --seed",
+       .details = "A random DAG over the IR's operators: pointwise ops with broadcasting, masks from iota,\n"
+                  "casts, sum/max reductions, matmuls, softmax chains, split/merge/rename; extents from\n"
+                  "{1 2 3 4 5 7 8 9 11 12 13 16 17} up to --extent. The generator builds the program in two\n"
+                  "forms: plain (high level only; the default) and tiled (some subterms written at the tile\n"
+                  "level: partition/combine, preduce, collect, repaired reductions), which compute the same\n"
+                  "outputs. The same seed and options give the same program on every platform.",
+       .options = {{.name = "--seed", .value_name = "N", .help = "the program's seed (default 0)"},
+                   {.name = "--form", .value_name = "FORM", .help = "plain (default) or tiled"},
+                   {.name = "--min-ops", .value_name = "N", .help = "fewest operator applications (default 3)"},
+                   {.name = "--max-ops", .value_name = "N", .help = "most operator applications (default 16)"},
+                   {.name = "--inputs", .value_name = "N", .help = "most inputs drawn up front (default 4)"},
+                   {.name = "--outputs", .value_name = "N", .help = "most outputs (default 3)"},
+                   {.name = "--rank", .value_name = "N", .help = "most dims of any value (default 3)"},
+                   {.name = "--extent", .value_name = "N", .help = "largest extent (default 17)"},
+                   {.name = "--min-output-rank", .value_name = "N", .help = "outputs have at least N dims (default 0)"},
+                   {.name = "--finite", .value_name = "", .help = "no ops that turn finite values into NaN/Inf"},
+                   {.name = "--in-range", .value_name = "", .help = "with --finite: values within their dtype's range (f16: 65504)"},
+                   {.name = "--no-tiled", .value_name = "", .help = "no tile-level subterms (plain form only)"}},
+       .run = verb_gen_program},
+      {.name = "partition",
+       .operands = "FILE",
+       .num_operands = 1,
+       .summary = "split a large program into subgraphs of bounded size with little traffic across the cuts",
+       .details = "Cuts FILE (a high-level program) into subgraphs of at most --max-ops operators each, in\n"
+                  "execution order: each is a program whose inputs are FILE's inputs or boundary tensors that\n"
+                  "earlier subgraphs output. The cuts minimize the bytes crossing them (then the number of\n"
+                  "subgraphs). Subgraphs equal up to names share a structural hash. Prints the subgraphs,\n"
+                  "dearest first, and the boundary tensors; --json prints {\"subgraphs\": [...] (each with its\n"
+                  "program, ops, hash, flops, bytes, inputs and outputs), \"boundaries\": [...], \"outputs\"}.",
+       .options = {{.name = "--max-ops", .value_name = "N", .help = "operators per subgraph (default 16)"},
+                   {.name = "--target", .value_name = "NAME", .help = "estimate each subgraph's time for this profile"},
+                   {.name = "--json", .value_name = "", .help = "print one JSON object"}},
+       .run = verb_partition},
       {.name = "rules",
        .operands = "",
        .num_operands = 0,

@@ -1,5 +1,7 @@
 #include "tools/verb_util.h"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <charconv>
 #include <iostream>
@@ -11,6 +13,27 @@
 #include "eqiforge/rules/library.h"
 
 namespace eqf::cli {
+
+std::string json_quoted(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
 
 Program load_checked(const std::string& path) {
   if (path != "-") return parse_and_check_file(path);

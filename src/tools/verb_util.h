@@ -16,6 +16,9 @@
 
 namespace eqf::cli {
 
+// A JSON string literal: quotes, backslashes and control characters escaped.
+std::string json_quoted(std::string_view s);
+
 // Parses and type-checks FILE, or standard input when the path is "-".
 Program load_checked(const std::string& path);
 

@@ -15,4 +15,7 @@ int verb_equiv(const Args& args);
 // verbs_codegen.cc: generating code.
 int verb_emit(const Args& args);
 
+// verbs_gen.cc: random programs for fuzzing.
+int verb_gen_program(const Args& args);
+
 }  // namespace eqf::cli

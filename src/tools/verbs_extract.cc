@@ -22,27 +22,6 @@
 namespace eqf::cli {
 namespace {
 
-std::string quoted(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
 std::string num(double v) {
   if (!std::isfinite(v)) return "null";
   char buf[32];
@@ -52,7 +31,7 @@ std::string num(double v) {
 
 std::string axes_json(const std::vector<Axis>& axes) {
   std::string out = "[";
-  for (size_t i = 0; i < axes.size(); ++i) out += (i ? ", " : "") + quoted(axes[i].name());
+  for (size_t i = 0; i < axes.size(); ++i) out += (i ? ", " : "") + json_quoted(axes[i].name());
   return out + "]";
 }
 
@@ -82,7 +61,7 @@ int verb_extract(const Args& args) {
 
   if (args.has("--json")) {
     std::ostringstream o;
-    o << "{\"mode\": " << quoted(extract_mode_name(opt.mode)) << ", \"order\": " << quoted(extract_order_name(opt.order))
+    o << "{\"mode\": " << json_quoted(extract_mode_name(opt.mode)) << ", \"order\": " << json_quoted(extract_order_name(opt.order))
       << ", \"enough\": " << (st.enough ? "true" : "false") << ", \"states_expanded\": " << st.states_expanded
       << ", \"complete_built\": " << st.complete_built << ", \"distinct\": " << st.distinct
       << ", \"seconds\": " << num(st.seconds) << ", \"enumerate_seconds\": " << num(st.enumerate_seconds)
@@ -92,23 +71,23 @@ int verb_extract(const Args& args) {
       << ", \"egraph\": {\"enodes\": " << g.num_nodes() << ", \"eclasses\": " << g.num_classes();
     if (sat.ran)
       o << ", \"saturation_seconds\": " << num(sat.report.seconds) << ", \"stop\": "
-        << quoted(stop_reason_name(sat.report.stop));
+        << json_quoted(stop_reason_name(sat.report.stop));
     o << "}";
-    if (cost) o << ", \"target\": " << quoted(cost->target().name);
+    if (cost) o << ", \"target\": " << json_quoted(cost->target().name);
     o << ", \"candidates\": [";
     for (size_t i = 0; i < res.candidates.size() && i < top; ++i) {
       const Candidate& c = res.candidates[i];
       o << (i ? ", " : "") << "{\"rank\": " << i + 1;
       char key[24];
       std::snprintf(key, sizeof key, "%016llx", static_cast<unsigned long long>(c.key));
-      o << ", \"key\": " << quoted(key);
+      o << ", \"key\": " << json_quoted(key);
       if (c.estimate) {
         const ProgramEstimate& e = *c.estimate;
         o << ", \"estimated_us\": " << num(e.seconds * 1e6);
         if (opt.order == ExtractOrder::BestFirst) o << ", \"guide_us\": " << num(c.guide_seconds * 1e6);
         o << ", \"block_sizes\": {";
         size_t j = 0;
-        for (const auto& [axis, b] : e.blocks) o << (j++ ? ", " : "") << quoted(axis.name()) << ": " << b;
+        for (const auto& [axis, b] : e.blocks) o << (j++ ? ", " : "") << json_quoted(axis.name()) << ": " << b;
         o << "}";
       }
       o << ", \"kernels\": [";
@@ -116,19 +95,19 @@ int verb_extract(const Args& args) {
         const Kernel& kern = c.lowered.kernels[k];
         std::vector<Axis> loops;
         for (const Loop& l : kern.loops) loops.push_back(l.axis);
-        o << (k ? ", " : "") << "{\"name\": " << quoted(kern.name) << ", \"grid\": " << axes_json(kern.grid)
+        o << (k ? ", " : "") << "{\"name\": " << json_quoted(kern.name) << ", \"grid\": " << axes_json(kern.grid)
           << ", \"loops\": " << axes_json(loops);
         if (c.estimate) {
           const KernelEstimate& ke = c.estimate->kernels[k];
           o << ", \"programs\": " << num(ke.programs) << ", \"estimated_us\": " << num(ke.seconds * 1e6)
-            << ", \"bound\": " << quoted(ke.bound) << ", \"bytes\": " << num(ke.bytes)
+            << ", \"bound\": " << json_quoted(ke.bound) << ", \"bytes\": " << num(ke.bytes)
             << ", \"mma_flops\": " << num(ke.mma_flops) << ", \"other_flops\": " << num(ke.other_flops)
             << ", \"masked\": " << (ke.masked ? "true" : "false");
         }
         o << "}";
       }
       o << "]";
-      if (programs) o << ", \"program\": " << quoted(print_program(c.program));
+      if (programs) o << ", \"program\": " << json_quoted(print_program(c.program));
       o << "}";
     }
     o << "]}\n";

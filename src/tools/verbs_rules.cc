@@ -35,15 +35,6 @@ std::optional<Family> family_option(const Args& args) {
   return fam;
 }
 
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 int verb_rules(const Args& args) {
@@ -63,7 +54,7 @@ int verb_rules(const Args& args) {
       std::cout << "{\"rules\": " << report.rules << ", \"verified\": " << report.verified
                 << ", \"failed\": [";
       for (size_t i = 0; i < report.failed.size(); ++i)
-        std::cout << (i ? ", " : "") << json_string(report.failed[i]);
+        std::cout << (i ? ", " : "") << json_quoted(report.failed[i]);
       std::cout << "]}\n";
     } else {
       std::cout << report.text();

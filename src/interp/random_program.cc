@@ -1,4 +1,4 @@
-#include "gen_program.h"
+#include "interp/random_program.h"
 
 #include <algorithm>
 #include <cmath>
@@ -260,7 +260,10 @@ class Generator {
     return rng_.pick(ok);
   }
 
-  bool finite_ok(double bound) const { return o_.nonfinite_ops || bound < 1e30; }
+  bool finite_ok(double bound) const {
+    if (o_.nonfinite_ops) return true;
+    return bound < (o_.dtype_range && dtype_ == DType::F16 ? 65504.0 : 1e30);
+  }
 
   static double ext_bound(double b) { return b > 700 ? HUGE_VAL : std::exp(b); }
 
@@ -325,6 +328,12 @@ class Generator {
       if (DType(attrs[0]) == DType::I32 && !x.exact) return false;  // trunc is discontinuous
     }
     double b = x.bound;
+    // With dtype_range, f16 values only in f16 programs (whose bounds
+    // finite_ok keeps below 65504): what an f16 cast in another program
+    // feeds is bounded for that program's dtype only.
+    if (u.op == Op::Cast && DType(attrs[0]) == DType::F16 && dtype_ != DType::F16 && o_.dtype_range &&
+        !o_.nonfinite_ops)
+      return false;
     switch (u.op) {
       case Op::Exp: b = ext_bound(x.bound); break;
       case Op::Tanh:
@@ -717,10 +726,12 @@ class Generator {
   void add_outputs() {
     std::vector<size_t> sinks;
     for (size_t i = pool_.size(); i-- > 0;)
-      if (pool_[i].uses == 0 && !pool_[i].is_input && pool_[i].tensor().dtype != DType::Bool)
+      if (pool_[i].uses == 0 && !pool_[i].is_input && pool_[i].tensor().dtype != DType::Bool &&
+          int(pool_[i].dims().size()) >= o_.min_output_rank)
         sinks.push_back(i);
     if (sinks.empty()) {
-      // Nothing was built on the inputs: negate the first one.
+      // Nothing was built on the inputs (or nothing of the rank asked for):
+      // negate the first one (inputs have at least one dim).
       std::optional<Value> v = apply(Op::Neg, attrs_none(), {&pool_.front()});
       if (!v) throw std::logic_error("generator: cannot build an output");
       keep(*v, pool_.front().bound, {});

@@ -1,0 +1,540 @@
+// The partitioner: a linear order of the operators, a dynamic program over
+// its segmentations, and one subprogram per segment (see partition.h).
+#include "eqiforge/partition/partition.h"
+#include "partition/post_order.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <unordered_map>
+
+#include "eqiforge/ir/op.h"
+#include "eqiforge/ir/typecheck.h"
+
+namespace eqf {
+namespace {
+
+constexpr uint32_t kNone = 0xffffffffu;
+
+bool is_tile_level(Op op) {
+  return op_has(op, kParallel) || op_has(op, kStorage) || op == Op::TileMatMul;
+}
+
+// Facts about the original program's nodes that every step needs.
+struct Facts {
+  const Program* p = nullptr;
+  std::vector<bool> reachable;   // from an output
+  std::vector<bool> dependent;   // depends on an input (an operator unless it is the input leaf)
+  std::vector<bool> is_op;       // reachable, dependent and not a leaf: what is partitioned
+  std::vector<bool> is_tuple;
+  std::vector<int64_t> bytes;    // of the value (tensors only; 0 for tuples and literals)
+  std::vector<std::vector<uint32_t>> users;  // operator users, each once
+  std::vector<bool> is_output;
+  // Per node, per tuple component: the dims in a structural order (see
+  // natural_layouts); the layout a boundary tensor is stored in.
+  std::vector<std::vector<std::vector<Symbol>>> layouts;
+};
+
+int64_t elements(const Program& p, const TensorType& t) {
+  int64_t n = 1;
+  for (Symbol d : t.dims) {
+    const DimInfo* info = p.dims.find(d);
+    n *= info ? info->extent : 1;
+  }
+  return n;
+}
+
+// A dim order for every value that depends only on the program's structure,
+// not on the names or declaration order of its dims, so that identical layers
+// store their boundary tensors alike (and so hash alike). It follows how
+// PyTorch lays results out: an input's layout; a pointwise op's widest
+// operand, then the other operands' new dims; a matmul's left operand without
+// the contracted dim, then the right operand's new dims; split, merge and
+// rename in place; a reduction drops its dim.
+std::vector<std::vector<std::vector<Symbol>>> natural_layouts(const Program& p) {
+  std::vector<std::vector<std::vector<Symbol>>> out(p.size());
+  auto append_new = [](std::vector<Symbol>& into, const std::vector<Symbol>& from) {
+    for (Symbol d : from)
+      if (std::find(into.begin(), into.end(), d) == into.end()) into.push_back(d);
+  };
+  auto without = [](std::vector<Symbol> v, Symbol d) {
+    std::erase(v, d);
+    return v;
+  };
+  for (uint32_t i = 0; i < p.size(); ++i) {
+    NodeId id{i};
+    const Node& n = p.node(id);
+    auto kids = p.children(id);
+    auto one = [&](size_t k) -> const std::vector<Symbol>& { return out[kids[k].v].front(); };
+    std::vector<std::vector<Symbol>> mine;
+    switch (n.op) {
+      case Op::Input: {
+        Symbol name = attr_sym(n.attrs, 0);
+        for (const InputDecl& in : p.inputs())
+          if (in.name == name) mine.push_back(in.layout);
+        break;
+      }
+      case Op::Iota: mine.push_back({attr_sym(n.attrs, 0)}); break;
+      case Op::MatMul: case Op::TileMatMul: {
+        Symbol k = attr_sym(n.attrs, 0);
+        std::vector<Symbol> v = without(one(0), k);
+        append_new(v, without(one(1), k));
+        mine.push_back(v);
+        break;
+      }
+      case Op::Reduce: {
+        Symbol d = attr_sym(n.attrs, 0);
+        for (const auto& part : out[kids[0].v]) mine.push_back(without(part, d));
+        break;
+      }
+      case Op::Split: case Op::Merge: case Op::Rename: {
+        Symbol a = attr_sym(n.attrs, 0), b = attr_sym(n.attrs, 1), c = attr_sym(n.attrs, 2);
+        std::vector<Symbol> v;
+        for (Symbol d : one(0)) {
+          if (n.op == Op::Split && d == a) v.insert(v.end(), {b, c});
+          else if (n.op == Op::Merge && d == a) v.push_back(c);
+          else if (n.op == Op::Merge && d == b) continue;
+          else if (n.op == Op::Rename && d == a) v.push_back(b);
+          else v.push_back(d);
+        }
+        mine.push_back(v);
+        break;
+      }
+      case Op::Tuple:
+        for (NodeId k : kids) mine.push_back(out[k.v].empty() ? std::vector<Symbol>{} : out[k.v].front());
+        break;
+      case Op::Proj: {
+        size_t k = n.attrs[0];
+        const auto& parts = out[kids[0].v];
+        mine.push_back(k < parts.size() ? parts[k] : std::vector<Symbol>{});
+        break;
+      }
+      default: {
+        // Pointwise (and anything else): the operand with the most dims
+        // first (the first of those), then the others' new dims in order.
+        size_t widest = 0;
+        for (size_t k = 1; k < kids.size(); ++k)
+          if (one(k).size() > one(widest).size()) widest = k;
+        std::vector<Symbol> v = kids.empty() ? std::vector<Symbol>{} : one(widest);
+        for (size_t k = 0; k < kids.size(); ++k) append_new(v, one(k));
+        mine.push_back(v);
+      }
+    }
+    if (mine.empty()) mine.emplace_back();
+    out[i] = std::move(mine);
+  }
+  return out;
+}
+
+Facts facts_of(const Program& p) {
+  Facts f;
+  f.p = &p;
+  size_t n = p.size();
+  f.reachable.assign(n, false);
+  f.dependent.assign(n, false);
+  f.is_op.assign(n, false);
+  f.is_tuple.assign(n, false);
+  f.bytes.assign(n, 0);
+  f.users.assign(n, {});
+  f.is_output.assign(n, false);
+  f.layouts = natural_layouts(p);
+  for (const OutputDecl& o : p.outputs()) {
+    f.reachable[o.value.v] = true;
+    f.is_output[o.value.v] = true;
+  }
+  // Children have smaller ids: one pass from the top marks reachability.
+  for (size_t i = n; i-- > 0;) {
+    if (!f.reachable[i]) continue;
+    for (NodeId c : p.children(NodeId{uint32_t(i)})) f.reachable[c.v] = true;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    NodeId id{uint32_t(i)};
+    const Node& node = p.node(id);
+    if (is_tile_level(node.op))
+      throw Error(p.file, node.loc,
+                  std::string("partition: ") + std::string(op_info(node.op).name) +
+                      " is a tile-level operator; partitioning takes a high-level program (before the search)");
+    bool dep = node.op == Op::Input;
+    for (NodeId c : p.children(id)) dep = dep || f.dependent[c.v];
+    f.dependent[i] = dep;
+    f.is_op[i] = f.reachable[i] && dep && node.op != Op::Input;
+    const Type& t = p.type(id).get();
+    f.is_tuple[i] = t.is_tuple;
+    if (!t.is_tuple && !t.tensor().literal) f.bytes[i] = elements(p, t.tensor()) * dtype_bytes(t.tensor().dtype);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!f.is_op[i]) continue;
+    for (NodeId c : p.children(NodeId{uint32_t(i)})) {
+      if (!f.is_op[c.v]) continue;
+      auto& u = f.users[c.v];
+      if (u.empty() || u.back() != i) u.push_back(uint32_t(i));
+    }
+  }
+  return f;
+}
+
+// ---- linear orders -------------------------------------------------------------
+
+std::vector<uint32_t> node_order(const Facts& f) {
+  std::vector<uint32_t> out;
+  for (uint32_t i = 0; i < f.is_op.size(); ++i)
+    if (f.is_op[i]) out.push_back(i);
+  return out;
+}
+
+// Post-order of a depth-first walk from the outputs (in declared order),
+// children in operand order, without recursion (programs can be deep chains).
+std::vector<uint32_t> depth_first_order(const Facts& f) {
+  std::vector<uint32_t> out;
+  partition::post_order(*f.p, partition::output_roots(*f.p), [](uint32_t) { return true; }, [&](uint32_t node) {
+    if (f.is_op[node]) out.push_back(node);
+  });
+  return out;
+}
+
+// ---- the dynamic program ----------------------------------------------------------
+
+// Lexicographic cost of a segmentation: operators past the bound (only where
+// a tuple forces it), bytes across cuts, segments.
+struct Cost {
+  int64_t overflow = 0;
+  int64_t bytes = 0;
+  int64_t segments = 0;
+  friend bool operator<(const Cost& a, const Cost& b) {
+    if (a.overflow != b.overflow) return a.overflow < b.overflow;
+    if (a.bytes != b.bytes) return a.bytes < b.bytes;
+    return a.segments < b.segments;
+  }
+};
+
+struct Segmentation {
+  std::vector<uint32_t> order;   // operators in linear order
+  std::vector<size_t> cuts;      // segment starts, with order.size() at the end
+  Cost cost;
+  bool ok = false;
+};
+
+Segmentation segment(const Facts& f, std::vector<uint32_t> order, int max_ops) {
+  size_t n = order.size();
+  std::vector<uint32_t> pos(f.is_op.size(), kNone);
+  for (size_t i = 0; i < n; ++i) pos[order[i]] = uint32_t(i);
+  // last_use[i]: the largest position of an operator that reads order[i].
+  std::vector<uint32_t> last_use(n, 0);
+  for (size_t i = 0; i < n; ++i)
+    for (uint32_t u : f.users[order[i]]) last_use[i] = std::max(last_use[i], pos[u]);
+  // Marks operands already counted for the segment being priced.
+  std::vector<uint32_t> stamp(n, kNone);
+  uint32_t generation = 0;
+
+  // The cost of segment [a, b), or nullopt when a tuple would cross a cut.
+  auto segment_cost = [&](size_t a, size_t b, Cost& c) -> bool {
+    c = Cost{};
+    c.segments = 1;
+    c.overflow = std::max<int64_t>(0, int64_t(b - a) - max_ops);
+    ++generation;
+    for (size_t i = a; i < b; ++i) {
+      uint32_t node = order[i];
+      if (last_use[i] >= b && f.users[node].size() > 0) {
+        if (f.is_tuple[node]) return false;
+        c.bytes += f.bytes[node];  // written once
+      }
+      for (NodeId ch : f.p->children(NodeId{node})) {
+        uint32_t q = pos[ch.v];
+        if (q == kNone || q >= a || stamp[q] == generation) continue;
+        stamp[q] = generation;
+        if (f.is_tuple[ch.v]) return false;
+        c.bytes += f.bytes[ch.v];  // read by this segment
+      }
+    }
+    return true;
+  };
+
+  // Segments may exceed the bound only where tuples force it: try the bound,
+  // then a growing slack.
+  Segmentation best;
+  for (size_t slack = 0;; slack = slack ? slack * 2 : 8) {
+    size_t longest = std::min(n, size_t(max_ops) + slack);
+    std::vector<Cost> dp(n + 1);
+    std::vector<size_t> from(n + 1, 0);
+    std::vector<bool> reached(n + 1, false);
+    reached[0] = true;
+    for (size_t b = 1; b <= n; ++b) {
+      for (size_t len = 1; len <= longest && len <= b; ++len) {
+        size_t a = b - len;
+        if (!reached[a]) continue;
+        Cost c;
+        if (!segment_cost(a, b, c)) continue;
+        Cost total{dp[a].overflow + c.overflow, dp[a].bytes + c.bytes, dp[a].segments + c.segments};
+        // Ties go to the later cut (longer last segment), deterministically.
+        if (!reached[b] || total < dp[b]) {
+          dp[b] = total;
+          from[b] = a;
+          reached[b] = true;
+        }
+      }
+    }
+    if (reached[n] || longest >= n) {
+      if (!reached[n]) return best;  // cannot happen: one segment of everything has no cut
+      best.cost = dp[n];
+      std::vector<size_t> cuts{n};
+      for (size_t b = n; b > 0; b = from[b]) cuts.push_back(from[b]);
+      std::reverse(cuts.begin(), cuts.end());
+      best.cuts = std::move(cuts);
+      best.order = std::move(order);
+      best.ok = true;
+      return best;
+    }
+  }
+}
+
+// ---- building the subprograms ------------------------------------------------------
+
+std::vector<Symbol> declared_order(const Program& p, std::vector<Symbol> dims) {
+  std::sort(dims.begin(), dims.end(), [&](Symbol a, Symbol b) { return p.dims.order(a) < p.dims.order(b); });
+  return dims;
+}
+
+double op_flops(const Program& p, NodeId id) {
+  const Node& node = p.node(id);
+  const Type& t = p.type(id).get();
+  if (node.op == Op::MatMul) {
+    // 2 per multiply-add: the extents of every dim of both operands.
+    std::vector<Symbol> all;
+    for (NodeId c : p.children(id))
+      for (Symbol d : p.type(c).get().tensor().dims) all.push_back(d);
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    double n = 2;
+    for (Symbol d : all) n *= double(p.dims.find(d)->extent);
+    return n;
+  }
+  if (op_has(node.op, kLayout) || node.op == Op::Proj || node.op == Op::Tuple) return 0;
+  if (node.op == Op::Reduce) {
+    double n = 0;
+    for (const TensorType& part : p.type(p.children(id)[0]).get().parts) n += double(elements(p, part));
+    return n;
+  }
+  double n = 0;
+  for (const TensorType& part : t.parts) n += double(elements(p, part));
+  return n;
+}
+
+struct Builder {
+  const Program& p;
+  const Facts& f;
+  Partition& out;
+  std::vector<int> boundary_of;   // original node -> boundary index, or -1
+
+  // The subprogram of one segment, built in a canonical order: a depth-first
+  // walk from its outputs, so its inputs (and the nodes it adds) come in an
+  // order that depends only on the structure.
+  void build(int index, const std::vector<uint32_t>& nodes, const std::vector<bool>& in_segment,
+             const std::vector<bool>& crosses) {
+    Subgraph sg;
+    Program& q = sg.program;
+    q.file = p.file;
+    q.name = Symbol::intern(std::string(p.name.str()) + "_part" + std::to_string(index));
+    sg.nodes.reserve(nodes.size());
+    for (uint32_t n : nodes) sg.nodes.push_back(NodeId{n});
+    sg.ops = int(nodes.size());
+
+    // Outputs, in linear order of their nodes: original outputs first at
+    // each node (in declared order), then the boundary value.
+    struct Pending {
+      NodeId node;
+      int original = -1;
+      bool boundary = false;
+    };
+    std::vector<Pending> outs;
+    for (uint32_t n : nodes) {
+      for (size_t o = 0; o < p.outputs().size(); ++o)
+        if (p.outputs()[o].value.v == n) outs.push_back({NodeId{n}, int(o), false});
+      if (crosses[n]) outs.push_back({NodeId{n}, -1, true});
+    }
+
+    // Dims used anywhere in the segment (operands included), declared in the
+    // original order.
+    std::vector<Symbol> used;
+    std::vector<uint32_t> map(p.size(), kNone);
+    auto note_dims = [&](NodeId id) {
+      for (const TensorType& t : p.type(id).get().parts)
+        for (Symbol d : t.dims) used.push_back(d);
+    };
+
+    // Walk: which original nodes are copied, and which become inputs.
+    std::vector<uint32_t> post;      // nodes to copy, children first
+    std::vector<uint32_t> leaves;    // nodes that become inputs, first use first
+    std::vector<NodeId> roots;
+    for (const Pending& o : outs) roots.push_back(o.node);
+    // An original input or another segment's value becomes an input.
+    auto copied = [&](uint32_t n) {
+      return p.node(NodeId{n}).op != Op::Input && (in_segment[n] || !f.dependent[n]);
+    };
+    partition::post_order(p, roots, copied, [&](uint32_t node) {
+      note_dims(NodeId{node});
+      (copied(node) ? post : leaves).push_back(node);
+    });
+    std::sort(used.begin(), used.end());
+    used.erase(std::unique(used.begin(), used.end()), used.end());
+    for (Symbol d : declared_order(p, used)) q.dims.declare(d, p.dims.find(d)->extent);
+
+    for (uint32_t leaf : leaves) {
+      NodeId id{leaf};
+      const Node& node = p.node(id);
+      SubgraphInput src;
+      if (node.op == Op::Input) {
+        Symbol name = attr_sym(node.attrs, 0);
+        size_t k = 0;
+        while (p.inputs()[k].name != name) ++k;
+        const InputDecl& decl = p.inputs()[k];
+        map[leaf] = q.add_input(decl.name, decl.dtype, decl.layout, decl.loc).v;
+        src = {false, uint32_t(k)};
+        sg.bytes += f.bytes[leaf];
+      } else {
+        int b = boundary_of[leaf];
+        BoundaryTensor& bt = out.boundaries[size_t(b)];
+        map[leaf] = q.add_input(Symbol::intern(bt.name), bt.dtype, bt.layout, node.loc).v;
+        src = {true, uint32_t(b)};
+        if (bt.consumers.empty() || bt.consumers.back() != index) bt.consumers.push_back(index);
+        sg.bytes += bt.bytes;
+        sg.boundary_in_bytes += bt.bytes;
+      }
+      sg.inputs.push_back(src);
+    }
+    std::vector<NodeId> kids;
+    for (uint32_t n : post) {
+      NodeId id{n};
+      const Node& node = p.node(id);
+      kids.clear();
+      for (NodeId c : p.children(id)) kids.push_back(NodeId{map[c.v]});
+      NodeId copy = q.add(node.op, node.attrs, kids, node.loc);
+      map[n] = copy.v;
+      Symbol let = p.name_of(id);
+      if (let.valid()) q.set_name(copy, let);
+      if (in_segment[n]) {
+        double fl = op_flops(p, id);
+        sg.flops += fl;
+        if (node.op == Op::MatMul) sg.mma_flops += fl;
+      }
+    }
+    for (const Pending& o : outs) {
+      NodeId v{map[o.node.v]};
+      SubgraphOutput role;
+      if (o.original >= 0) {
+        const OutputDecl& decl = p.outputs()[size_t(o.original)];
+        q.add_output(decl.name, decl.layout, v, decl.loc);
+        role.original_output = o.original;
+        out.outputs[size_t(o.original)] = {index, int(sg.outputs.size())};
+      } else {
+        int b = int(out.boundaries.size());
+        BoundaryTensor bt;
+        Symbol let = p.name_of(o.node);
+        bt.name = "b" + std::to_string(b) + "_" + (let.valid() ? std::string(let.str()) : "t" + std::to_string(o.node.v));
+        bt.node = o.node;
+        const TensorType& t = p.type(o.node).get().tensor();
+        bt.dtype = t.dtype;
+        bt.layout = f.layouts[o.node.v].front();
+        {
+          // The structural order must be a permutation of the value's dims;
+          // where it is not (it always should be), the declared order is.
+          std::vector<Symbol> a = bt.layout, b = t.dims;
+          std::sort(a.begin(), a.end());
+          std::sort(b.begin(), b.end());
+          if (a != b) bt.layout = declared_order(p, t.dims);
+        }
+        for (Symbol d : bt.layout) bt.shape.push_back(p.dims.find(d)->extent);
+        bt.bytes = f.bytes[o.node.v];
+        bt.producer = index;
+        boundary_of[o.node.v] = b;
+        out.boundaries.push_back(bt);
+        q.add_output(Symbol::intern(bt.name), bt.layout, v, p.node(o.node).loc);
+        role.boundary = b;
+        sg.boundary_out_bytes += bt.bytes;
+      }
+      sg.bytes += f.bytes[o.node.v];
+      sg.outputs.push_back(role);
+    }
+    typecheck(q);
+    sg.hash = structural_hash(q);
+    out.subgraphs.push_back(std::move(sg));
+  }
+};
+
+}  // namespace
+
+int count_ops(const Program& p) {
+  Facts f = facts_of(p);
+  return int(std::count(f.is_op.begin(), f.is_op.end(), true));
+}
+
+Partition partition_program(const Program& p, const PartitionOptions& options) {
+  if (options.max_ops < 1)
+    throw Error(p.file, {}, "partition: the operator bound must be at least 1, got " + std::to_string(options.max_ops));
+  if (p.types().size() != p.size()) throw Error(p.file, {}, "partition: the program must be type-checked first");
+  Facts f = facts_of(p);
+  Partition out;
+  out.max_ops = options.max_ops;
+  out.total_ops = int(std::count(f.is_op.begin(), f.is_op.end(), true));
+  out.outputs.assign(p.outputs().size(), OutputSource{});
+
+  Segmentation chosen = segment(f, depth_first_order(f), options.max_ops);
+  out.order = "depth-first";
+  Segmentation by_node = segment(f, node_order(f), options.max_ops);
+  if (by_node.ok && (!chosen.ok || by_node.cost < chosen.cost)) {
+    chosen = std::move(by_node);
+    out.order = "node";
+  }
+
+  // Outputs that are inputs (or depend on none) have no operator: they go
+  // with the last subgraph, or make one when the program has no operator.
+  Builder builder{p, f, out, std::vector<int>(p.size(), -1)};
+  std::vector<bool> in_segment(p.size(), false);
+  std::vector<bool> crosses(p.size(), false);
+  size_t segments = chosen.cuts.empty() ? 0 : chosen.cuts.size() - 1;
+  if (segments == 0) chosen.cuts = {0, 0}, segments = 1;
+  std::vector<int> segment_of(p.size(), -1);
+  for (size_t s = 0; s < segments; ++s)
+    for (size_t i = chosen.cuts[s]; i < chosen.cuts[s + 1]; ++i) segment_of[chosen.order[i]] = int(s);
+  for (size_t s = 0; s < segments; ++s) {
+    std::vector<uint32_t> nodes(chosen.order.begin() + long(chosen.cuts[s]), chosen.order.begin() + long(chosen.cuts[s + 1]));
+    std::fill(in_segment.begin(), in_segment.end(), false);
+    for (uint32_t n : nodes) {
+      in_segment[n] = true;
+      crosses[n] = false;
+      for (uint32_t u : f.users[n])
+        if (segment_of[u] != int(s)) crosses[n] = true;
+    }
+    if (s + 1 == segments) {
+      // Leaf-valued outputs: copied here (an input passes through, a
+      // constant or iota is computed).
+      for (const OutputDecl& o : p.outputs())
+        if (!f.is_op[o.value.v] && !in_segment[o.value.v]) {
+          in_segment[o.value.v] = true;
+          if (p.node(o.value).op != Op::Input) nodes.push_back(o.value.v);
+        }
+      // An input passed straight to an output: add it as a node so the
+      // builder lists it among the segment's outputs.
+      for (const OutputDecl& o : p.outputs())
+        if (p.node(o.value).op == Op::Input && std::find(nodes.begin(), nodes.end(), o.value.v) == nodes.end())
+          nodes.push_back(o.value.v);
+    }
+    builder.build(int(s), nodes, in_segment, crosses);
+  }
+  // Leaves were counted as operators of the last subgraph only to place them.
+  Subgraph& last = out.subgraphs.back();
+  last.ops = 0;
+  for (NodeId n : last.nodes) last.ops += f.is_op[n.v] ? 1 : 0;
+  std::erase_if(last.nodes, [&](NodeId n) { return !f.is_op[n.v]; });
+
+  for (Subgraph& sg : out.subgraphs) {
+    if (options.bytes_per_s > 0 && options.flops_per_s > 0) {
+      double mma = options.mma_flops_per_s > 0 ? options.mma_flops_per_s : options.flops_per_s;
+      sg.estimate_s = std::max(double(sg.bytes) / options.bytes_per_s,
+                               sg.mma_flops / mma + (sg.flops - sg.mma_flops) / options.flops_per_s);
+    }
+  }
+  for (const BoundaryTensor& b : out.boundaries) out.boundary_bytes += b.bytes * int64_t(1 + b.consumers.size());
+  return out;
+}
+
+}  // namespace eqf

@@ -1,0 +1,163 @@
+"""Large programs through eqiforge.optimize: partitioning into subgraphs,
+search once per distinct subgraph, composition (runtime/partition.py), on
+the CPU with Triton's interpreter."""
+
+import math
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+import eqiforge
+from eqiforge.api import InterpreterWarning
+from eqiforge.frontend import to_ir
+from eqiforge.runtime import partition as P
+from eqiforge.runtime import search
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+
+# Small search limits: the subgraphs are small, and the CPU is slow.
+FAST = dict(cache=False, search_time_s=3.0, extract_time_s=10.0, baselines=False)
+
+
+def rel_l2(got, want):
+    got, want = got.double(), want.double()
+    return (torch.linalg.vector_norm(got - want) / torch.linalg.vector_norm(want)).item()
+
+
+def layer(x, g, w):
+    """A residual layer: x + RMSNorm(x) W (10 IR operators)."""
+    n = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * g
+    return x + n @ w
+
+
+def stack3(x, g1, w1, g2, w2, g3, w3):
+    return layer(layer(layer(x, g1, w1), g2, w2), g3, w3)
+
+
+def stack_args(d=16, tokens=4, layers=3, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    args = [torch.randn(tokens, d, generator=gen).half()]
+    for _ in range(layers):
+        args += [(1 + 0.1 * torch.randn(d, generator=gen)).half(), (torch.randn(d, d, generator=gen) / d ** 0.5).half()]
+    return args
+
+
+@pytest.fixture
+def counted_search(monkeypatch):
+    """search.find_candidates, counting the programs it is called on."""
+    calls = []
+    real = search.find_candidates
+
+    def counting(text, options, target, file="<program>"):
+        calls.append(text)
+        return real(text, options, target, file)
+
+    monkeypatch.setattr(search, "find_candidates", counting)
+    return calls
+
+
+def test_partition_plan_of_a_stack():
+    fe = to_ir(stack3, *stack_args())
+    plan = P.partition_program(fe.text, 10)
+    assert plan.ops == 30
+    assert len(plan.subgraphs) == 3 and plan.distinct() == 1
+    # The cuts are the residual stream: one [4, 16] f16 tensor each.
+    assert [b.shape for b in plan.boundaries] == [(4, 16), (4, 16)]
+    assert plan.outputs == [(2, 0)]
+
+
+def test_stack_of_identical_layers_is_searched_once(counted_search):
+    args = stack_args()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InterpreterWarning)
+        fast = eqiforge.optimize(stack3, *args, partition_ops=10, **FAST)
+    assert isinstance(fast, P.ComposedProgram)
+    assert len(counted_search) == 1, "three identical layers: one search"
+    assert fast.stats.subgraphs == 3 and fast.stats.distinct == 1 and fast.stats.reused == 2
+    other = stack_args(seed=1)
+    assert rel_l2(fast(*other), stack3(*other)) <= 1e-2
+    assert fast.report.error is not None and fast.report.error <= 1e-2
+    assert len(fast.report.kernels) >= 3   # each subgraph's kernels, in order
+
+
+def test_failed_whole_program_search_falls_back_to_subgraphs(monkeypatch):
+    """partition_ops=0: the program is searched whole first; a search that
+    hits its limit without a candidate makes the runtime cut it."""
+    args = stack_args(layers=2)
+
+    def stack2(x, g1, w1, g2, w2):
+        return layer(layer(x, g1, w1), g2, w2)
+
+    whole = to_ir(stack2, *args).text
+    real = search.find_candidates
+    seen = []
+
+    def failing_whole(text, options, target, file="<program>"):
+        seen.append(text == whole)
+        if text == whole:
+            return search.SearchResult([], {"states_expanded": 0, "limit_hit": True})
+        return real(text, options, target, file)
+
+    monkeypatch.setattr(search, "find_candidates", failing_whole)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InterpreterWarning)
+        fast = eqiforge.optimize(stack2, *args, partition_ops=0, **FAST)
+    assert seen[0] is True and len(seen) == 2, "the whole program, then one search for both identical halves"
+    assert isinstance(fast, P.ComposedProgram)
+    assert fast.stats.reason == "the whole-program search found no candidate (it hit a search limit)"
+    assert rel_l2(fast(*args), stack2(*args)) <= 1e-2
+
+
+def test_ir_evaluated_in_pytorch_matches_eager():
+    """The subgraphs' reference: the captured program evaluated with PyTorch
+    ops gives eager's values (layout ops, broadcasting by name, masks)."""
+    from bench import workloads as W
+
+    for name in ("sliding_window_gqa_decode", "attention_sinks_decode", "mla_qknorm_decode"):
+        case = W.cases(only=[name], small=True)[0]
+        inputs = W.make_inputs(case, "cpu", torch.float16)
+        fe = to_ir(case.fn(), *inputs)
+        ir = P.IRProgram(fe.text)
+        got = ir(*[fe.input_tensors(*inputs)[i.name] for i in fe.inputs])[0]
+        want = case.fn()(*inputs)
+        assert rel_l2(got.reshape(want.shape), want) <= 1e-2, name
+
+
+def test_saved_partitioned_program_runs(tmp_path, counted_search):
+    args = stack_args(layers=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InterpreterWarning)
+        fast = eqiforge.optimize(stack3, *args, partition_ops=10, **FAST)
+    path = fast.save(tmp_path / "stack.py")
+    modules = sorted(p.name for p in tmp_path.glob("stack_*.py"))
+    assert len(modules) == 1, modules  # one module for the three identical layers
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("saved_stack", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    ins = fast.binding.module_inputs(tuple(args))
+    (out,) = mod.run(*ins)
+    assert rel_l2(out.reshape(4, 16), stack3(*args)) <= 1e-2
+
+
+def test_decode_layer_through_optimize(counted_search):
+    """Sliding-window GQA decode at its small size, cut into subgraphs of at
+    most 8 operators: the composed program matches eager."""
+    from bench import workloads as W
+
+    case = W.cases(only=["sliding_window_gqa_decode"], small=True)[0]
+    inputs = W.make_inputs(case, "cpu", torch.float16)
+    fn = case.fn()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InterpreterWarning)
+        fast = eqiforge.optimize(fn, *inputs, partition_ops=8, **FAST)
+    assert isinstance(fast, P.ComposedProgram)
+    assert len(fast.plan.subgraphs) >= 2
+    other = W.make_inputs(case, "cpu", torch.float16, seed=3)
+    assert rel_l2(fast(*other), fn(*other)) <= 1e-2
+    assert not math.isnan(fast.report.error)
