@@ -28,11 +28,7 @@ double CostGuide::partial_price(const PartialProgram& s) {
   return p;
 }
 
-double CostGuide::child_weight(EClassId c, const Option& o, std::span<const uint32_t> grid) const {
-  return weight_in(c, o, &grid);
-}
-
-double CostGuide::weight_in(EClassId c, const Option& o, const std::span<const uint32_t>* grid) const {
+double CostGuide::child_weight(EClassId c, const Option& o, const std::vector<uint32_t>* grid) const {
   if (o.kernel_root) return slowdown(o);
   if (o.kind != Option::Kind::Chain || o.blocked || (grid && grid->empty())) return 1;
   EClassId bottom = o.children.front();
@@ -274,7 +270,7 @@ void CostGuide::analyze() {
         // be over grid axes (recomputed), the dearer case. Replicates over
         // loop axes are mostly of statistics computed before a loop (a second
         // pass), rarely the cheap choice anyway; partial programs correct it.
-        const double weight = weight_in(c, o, nullptr);
+        const double weight = child_weight(c, o, nullptr);
         if (tuple_max && o.kind == Option::Kind::Node && o.op == Op::Tuple) {
           double most = 0;
           for (EClassId child : o.children) most = std::max(most, to_go(child, cr));
@@ -298,10 +294,7 @@ void CostGuide::analyze() {
 
 double CostGuide::remaining(const PartialProgram& s) {
   stack_.clear();
-  for (const Hole& h : s.holes) {
-    const Filled* root = h.kernel == kNoScope ? nullptr : s.find(h.kernel);
-    stack_.push_back(Pending{h, root ? &table_.options(EClassId(h.kernel))[root->option].grid_axes : nullptr});
-  }
+  for (const Hole& h : s.holes) stack_.push_back(Pending{h, kernel_grid(table_, s, h.kernel)});
   seen_.clear();
   double total = 0;
   while (!stack_.empty()) {
@@ -318,7 +311,7 @@ double CostGuide::remaining(const PartialProgram& s) {
     uint32_t scope = scope_below(c, o, h.scope);
     uint32_t kernel = o.kernel_root ? c.v : h.kernel;
     const std::vector<uint32_t>* child_grid = o.kernel_root ? &o.grid_axes : grid;
-    double weight = h.weight * child_weight(c, o, child_grid ? std::span<const uint32_t>(*child_grid) : std::span<const uint32_t>());
+    double weight = h.weight * (child_grid ? child_weight(c, o, child_grid) : 1);
     for (EClassId k : o.children)
       stack_.push_back(Pending{Hole{k.v, cr, scope, kernel, child_share(k, weight)}, child_grid});
   }

@@ -70,7 +70,7 @@ class CostGuide {
   // The price of filling class c with its option i (its children excluded).
   double price(EClassId c, uint32_t option);
   // The factor option o's children's prices are multiplied by, in a kernel
-  // with grid `grid` (packed axes; empty above every kernel):
+  // with grid `*grid` (packed axes):
   //   - a replicate of a tile computed in the kernel, over one of its grid
   //     axes, is computed again by every program along that axis (kernel
   //     formation keeps no values across programs), so everything below it
@@ -79,9 +79,10 @@ class CostGuide {
   //   - a kernel root with fewer programs (at nominal blocks) than it takes
   //     to reach the target's kernel bandwidth is that much slower: its body
   //     costs `slowdown` times.
-  // The fixpoint's to_go knows no kernel and takes every replicated axis to
-  // be a grid axis; partial programs carry the exact weights in their holes.
-  double child_weight(EClassId c, const Option& o, std::span<const uint32_t> grid) const;
+  // The fixpoint's to_go knows no kernel (grid null): every replicated axis
+  // then counts as a grid axis. Partial programs carry the exact weights, for
+  // their kernel's grid, in their holes.
+  double child_weight(EClassId c, const Option& o, const std::vector<uint32_t>* grid) const;
   // The cheapest subprogram filling c under requirement req; +inf if none.
   // A tree price: a class its subprogram reaches twice counts twice.
   double to_go(EClassId c, uint8_t req) const;
@@ -108,8 +109,6 @@ class CostGuide {
   // buffer (global class), which its own kernel computes once.
   double child_share(EClassId child, double weight) const;
  private:
-  // child_weight in a kernel with grid *grid; null: every axis counts as a grid axis.
-  double weight_in(EClassId c, const Option& o, const std::span<const uint32_t>* grid) const;
   double block(Axis a) const;                  // nominal block size
   double coords(Axis a) const;                 // coordinates of a, at nominal blocks
   double extent(Symbol dim) const;

@@ -88,11 +88,9 @@ bool Filler::fill_first_hole(PartialProgram& s, uint32_t option, double input_by
     if (k.v == h.cls || reaches(s, k.v, h.cls)) return false;
   // A preduce over a grid axis of its own kernel has no kernel form (its
   // coordinates are different programs): the kernel must end below it.
-  if (o.loop_axis != Option::kNoAxis && h.kernel != kNoScope)
-    if (const Filled* root = s.find(h.kernel)) {
-      const std::vector<uint32_t>& grid = table_.options(EClassId(h.kernel))[root->option].grid_axes;
-      if (std::find(grid.begin(), grid.end(), o.loop_axis) != grid.end()) return false;
-    }
+  if (o.loop_axis != Option::kNoAxis)
+    if (const std::vector<uint32_t>* grid = kernel_grid(table_, s, h.kernel))
+      if (std::find(grid->begin(), grid->end(), o.loop_axis) != grid->end()) return false;
   s.holes.erase(s.holes.begin());
   auto at = std::lower_bound(s.filled.begin(), s.filled.end(), h.cls,
                              [](const Filled& f, uint32_t cls) { return f.cls < cls; });
@@ -114,10 +112,15 @@ double Filler::share(EClassId child, double weight) const {
 }
 
 double Filler::weight_below(const PartialProgram& s, EClassId c, const Option& o, uint32_t kernel) const {
-  if (!guide_ || kernel == kNoScope) return 1;
+  if (!guide_) return 1;
+  const std::vector<uint32_t>* grid = kernel_grid(table_, s, kernel);
+  return grid ? guide_->child_weight(c, o, grid) : 1;
+}
+
+const std::vector<uint32_t>* kernel_grid(OptionTable& table, const PartialProgram& s, uint32_t kernel) {
+  if (kernel == kNoScope) return nullptr;
   const Filled* root = s.find(kernel);
-  if (!root) return 1;
-  return guide_->child_weight(c, o, table_.options(EClassId(kernel))[root->option].grid_axes);
+  return root ? &table.options(EClassId(kernel))[root->option].grid_axes : nullptr;
 }
 
 }  // namespace eqf::extract

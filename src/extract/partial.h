@@ -68,6 +68,10 @@ struct PartialProgram {
   bool complete() const { return holes.empty(); }
 };
 
+// The grid axes (packed) of the kernel whose root is class `kernel` in s;
+// null above every kernel or while that root is still a hole.
+const std::vector<uint32_t>* kernel_grid(OptionTable& table, const PartialProgram& s, uint32_t kernel);
+
 // Operations that need the e-graph's options.
 class CostGuide;
 
