@@ -190,7 +190,10 @@ def cmd_demo(args) -> int:
     from .api import optimize
     from .runtime.verify import fresh_args, rel_l2
 
-    heads, seq, dim = 2, 32, 16
+    # A sequence long enough that a whole row of scores in one program no
+    # longer pays (below a few hundred keys the one-pass kernel is the right
+    # answer), small enough for Triton's interpreter.
+    heads, seq, dim = 2, 1024, 16
     g = torch.Generator().manual_seed(args.seed)
     q, k, v = (torch.rand(heads, seq, dim, generator=g) * 2 - 1 for _ in range(3))
     print(f"eqiforge demo: naive attention, {heads} heads, sequence {seq}, head dim {dim}, float32, on the CPU "

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "eqiforge/ir/diagnostic.h"
+#include "eqiforge/ir/parse.h"
 #include "eqiforge/ir/typecheck.h"
 
 namespace eqf {
@@ -40,6 +41,38 @@ std::vector<EClassId> load_program(EGraph& g, const Program& p) {
   std::vector<EClassId> roots;
   for (const OutputDecl& o : p.outputs()) roots.push_back(g.find(cls[o.value.v]));
   return roots;
+}
+
+std::optional<std::vector<ENodeId>> find_program_nodes(const EGraph& g, const Program& p, std::string* missing) {
+  std::vector<ENodeId> found(p.size());
+  std::vector<EClassId> cls(p.size());
+  std::vector<EClassId> children;
+  for (uint32_t i = 0; i < p.size(); ++i) {
+    const Node& n = p.node(NodeId{i});
+    children.clear();
+    for (NodeId c : p.children(NodeId{i})) children.push_back(cls[c.v]);
+    std::optional<EClassId> c = g.lookup(n.op, n.attrs, children);
+    if (c) {
+      c = g.find(*c);
+      for (ENodeId e : g.nodes(*c)) {
+        if (g.op(e) != n.op || g.attrs(e) != n.attrs) continue;
+        std::span<const EClassId> kids = g.children(e);
+        if (kids.size() != children.size()) continue;
+        bool same = true;
+        for (size_t k = 0; k < kids.size() && same; ++k) same = g.find(kids[k]) == children[k];
+        if (same) {
+          found[i] = e;
+          break;
+        }
+      }
+    }
+    if (!c || !found[i].valid()) {
+      if (missing) *missing = print_term(p, NodeId{i}).substr(0, 120);
+      return std::nullopt;
+    }
+    cls[i] = *c;
+  }
+  return found;
 }
 
 std::vector<uint64_t> smallest_term_sizes(const EGraph& g) {

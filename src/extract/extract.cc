@@ -247,7 +247,7 @@ class Enumerator {
       size_t mark = work.mark();
       for (uint32_t i = 0; i < options.size(); ++i) {
         const Option& o = options[i];
-        if (!table_.viable(c, o, hole.req)) continue;
+        if (!table_.viable(c, o, hole.req) || !permitted(o)) continue;
         Key key = s.key.plus(c, o.canon);
         // Algorithm 1, line 5: an equivalent partial program was seen, so its
         // expansion covers this one's completions.
@@ -281,6 +281,14 @@ class Enumerator {
     }
   }
 
+  bool permitted(const Option& o) const {
+    // A literal class has one filling, its constant, however it was written.
+    if (opt_.only_nodes.empty() || o.op == Op::Const) return true;
+    for (ENodeId n : o.path)
+      if (n.v >= opt_.only_nodes.size() || !opt_.only_nodes[n.v]) return false;
+    return true;
+  }
+
   void complete(const PartialProgram& s) {
     ExtractStats& st = out_.stats;
     if (found_.count(s.key.a)) return;  // an earlier pass's candidate
@@ -288,7 +296,8 @@ class Enumerator {
     Program p = build_program(g_, table_, s, roots_, outputs_, opt_.program_name);
     if (opt_.mode == ExtractMode::After && !after_keys_.insert(s.key).second) return;
     LoweredProgram lowered;
-    if (check_candidate(p, opt_.limits, &lowered)) {
+    if (std::optional<std::string> why = check_candidate(p, opt_.limits, &lowered)) {
+      if (!st.invalid) st.first_invalid = *why;
       ++st.invalid;
       return;
     }

@@ -1,6 +1,8 @@
 // The cost guide of best-first extraction (see extract/guide.h).
 #include "extract/guide.h"
 
+#include "eqiforge/lower/kernel.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -19,7 +21,13 @@ constexpr uint32_t kNoOption = 0xFFFFFFFFu;
 }  // namespace
 
 CostGuide::CostGuide(const EGraph& g, OptionTable& table, const Target& target, GuidePricing pricing)
-    : g_(g), table_(table), target_(target), pricing_(pricing) {}
+    : g_(g), table_(table), target_(target), pricing_(pricing) {
+  for (ENodeId n : g_.nodes_with_op(Op::TileMatMul)) {
+    std::span<const EClassId> kids = g_.children(n);
+    add_tile_matmul_unit_axes(g_.type(kids[0]).get().tensor(), g_.type(kids[1]).get().tensor(),
+                              Symbol::from_raw(g_.attrs(n)[0]), &unit_axes_);
+  }
+}
 
 double CostGuide::partial_price(const PartialProgram& s) {
   if (pricing_ == GuidePricing::Shared) return s.spent + remaining(s);
@@ -74,6 +82,7 @@ double CostGuide::extent(Symbol dim) const {
 }
 
 double CostGuide::block(Axis a) const {
+  if (unit_axes_.count(a)) return 1;
   double outer = a.level == 0 ? extent(a.dim) : block(Axis{a.dim, uint8_t(a.level - 1)});
   double b = a.level == 0 ? kNominalBlock : std::floor(outer / 4);
   return std::clamp(b, 1.0, outer);

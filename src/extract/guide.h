@@ -26,13 +26,17 @@
 // blocks already exceed the registers, the shared memory or Triton's tile
 // limit) is priced +inf: no candidate through it is feasible.
 // Block sizes are not chosen yet: every axis is priced at a nominal block
-// (64 at level 0, a quarter of the enclosing block below). The sum ignores
+// (64 at level 0, a quarter of the enclosing block below), except the batch
+// axes of tile_matmuls, which lowering fixes to 1 (lower/kernel.h: unit
+// axes) -- 64 heads of scores in one program would look like register
+// pressure no candidate has. The sum ignores
 // the overlap of memory and compute and the sharing of subprograms used
 // twice; it only orders the search. The candidates it finds are ranked by
 // the cost model proper.
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <span>
 #include <unordered_set>
 #include <vector>
@@ -119,6 +123,7 @@ class CostGuide {
   OptionTable& table_;
   const Target& target_;
   GuidePricing pricing_;
+  std::set<Axis> unit_axes_;                 // batch axes of the e-graph's tile_matmuls
   std::vector<std::vector<double>> prices_;  // per class, per option; empty until asked
   std::vector<double> to_go_;                // class * 16 + requirement
   std::vector<uint32_t> best_;               // the option reaching to_go_, same index

@@ -46,15 +46,18 @@ std::set<Axis> default_unit_axes(const Program& p) {
     NodeId n{i};
     if (p.node(n).op != Op::TileMatMul) continue;
     Symbol k = attr_sym(p.node(n).attrs, 0);
-    const TensorType& a = p.type(p.children(n)[0]).get().tensor();
-    const TensorType& b = p.type(p.children(n)[1]).get().tensor();
-    for (Symbol d : a.dims) {
-      if (d == k || !b.has_dim(d)) continue;
-      int depth = blocked_depth(a, d);
-      if (depth > 0) unit.insert(Axis{d, uint8_t(depth - 1)});
-    }
+    add_tile_matmul_unit_axes(p.type(p.children(n)[0]).get().tensor(), p.type(p.children(n)[1]).get().tensor(), k,
+                              &unit);
   }
   return unit;
+}
+
+void add_tile_matmul_unit_axes(const TensorType& a, const TensorType& b, Symbol k, std::set<Axis>* out) {
+  for (Symbol d : a.dims) {
+    if (d == k || !b.has_dim(d)) continue;
+    int depth = blocked_depth(a, d);
+    if (depth > 0) out->insert(Axis{d, uint8_t(depth - 1)});
+  }
 }
 
 }  // namespace eqf

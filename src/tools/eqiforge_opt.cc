@@ -118,11 +118,14 @@ const std::vector<Verb>& verb_table() {
                   "after --candidates feasible ones; bfs enumerates level by level, as the paper measures.\n"
                   "--json prints {\"states_expanded\", \"complete_built\", \"distinct\", \"seconds\",\n"
                   "\"candidates\": [...]}, each candidate with its kernels, grid and loop axes, estimate and\n"
-                  "the block sizes of that estimate.",
+                  "the block sizes of that estimate. --explain TILED restricts extraction to the e-nodes of\n"
+                  "TILED (a tiled program, usually also given with --also): it says whether that program is in\n"
+                  "the saturated e-graph, whether extraction builds it, and if not, which step drops it.",
        .options = with_extract_options(
            {{.name = "--top", .value_name = "K", .help = "print the K best candidates (default 10)"},
             {.name = "--json", .value_name = "", .help = "print one JSON object"},
             {.name = "--programs", .value_name = "", .help = "print each candidate's program"}}),
+            {.name = "--explain", .value_name = "TILED", .help = "extract only TILED's e-nodes: why is it (not) a candidate"},
        .run = verb_extract},
       {.name = "gen-program",
        .operands = "",

@@ -48,13 +48,24 @@ int verb_extract(const Args& args) {
   // Options, e-graph and extraction as `emit --candidate` builds them (verb_util.h).
   ExtractSetup setup;
   read_extract_options(args, p, setup);
-  const ExtractOptions& opt = setup.options;
+  ExtractOptions& opt = setup.options;
   const CostModel* cost = setup.cost.get();
   const size_t top = size_t(args.unsigned_integer("--top", 10));
 
   EGraph g;
   std::vector<EClassId> roots;
   Saturation sat = build_egraph(args, p, g, roots);
+  if (std::optional<std::string> path = args.value("--explain")) {
+    Program tiled = parse_and_check_file(*path);
+    std::string missing;
+    std::optional<std::vector<ENodeId>> nodes = find_program_nodes(g, tiled, &missing);
+    if (!nodes) {
+      std::printf("%s is not in the e-graph: no e-node for %s\n", path->c_str(), missing.c_str());
+      return 1;
+    }
+    opt.only_nodes.assign(g.node_capacity(), false);
+    for (ENodeId n : *nodes) opt.only_nodes[n.v] = true;
+  }
   ExtractResult res = extract_candidates(g, roots, p.outputs(), opt);
   const ExtractStats& st = res.stats;
   const bool programs = args.has("--programs");
@@ -131,6 +142,7 @@ int verb_extract(const Args& args) {
                 (unsigned long long)st.invalid, (unsigned long long)st.infeasible, (unsigned long long)st.pruned,
                 (unsigned long long)st.dead_ends);
   for (size_t i = 0; i < res.candidates.size() && i < top; ++i) {
+  if (st.invalid) std::printf("first invalid: %s\n", st.first_invalid.c_str());
     const Candidate& c = res.candidates[i];
     std::printf("\n#%zu", i + 1);
     if (c.estimate) {

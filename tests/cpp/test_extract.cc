@@ -8,6 +8,7 @@
 #include <set>
 
 #include "eqiforge/extract/canonical.h"
+#include "eqiforge/egraph/program_io.h"
 #include "eqiforge/extract/extract.h"
 #include "eqiforge/interp/compare.h"
 #include "eqiforge/ir/diagnostic.h"
@@ -117,6 +118,36 @@ TEST(Extract, FindsEveryTiledFormOfTheExamples) {
     EXPECT_EQ(got, want);
     EXPECT_EQ(r.stats.distinct, variants.size());
   }
+}
+
+// Extraction restricted to one tiled form's e-nodes (what `eqiforge-opt
+// extract --explain` does) builds that form and nothing else; a program the
+// e-graph does not hold is reported with its first missing term.
+TEST(Extract, RestrictedToOneProgramsENodes) {
+  std::string naive = testing::read_text("examples/attention_decode/naive.eqf");
+  std::string flash = testing::read_text("examples/attention_decode/flash_decoding.eqf");
+  std::string split = testing::read_text("examples/attention_decode/split_channels.eqf");
+  United u(naive, {flash, split});
+  u.add_redundant_forms(2);
+  ASSERT_EQ(run(u).candidates.size(), 2u);
+  for (const std::string& text : {flash, split}) {
+    Program p = parse_and_check(text);
+    std::optional<std::vector<ENodeId>> nodes = find_program_nodes(u.g, p);
+    ASSERT_TRUE(nodes);
+    ExtractOptions o;
+    o.order = ExtractOrder::BreadthFirst;
+    o.only_nodes.assign(u.g.node_capacity(), false);
+    for (ENodeId n : *nodes) o.only_nodes[n.v] = true;
+    ExtractResult r = extract_candidates(u.g, u.roots, u.naive.outputs(), o);
+    ASSERT_EQ(r.candidates.size(), 1u);
+    EXPECT_EQ(canonical_hash(r.candidates[0].program), canonical_hash(p));
+  }
+  // The same tiling with a different scale constant is not in the e-graph.
+  std::string other = testing::replace_all(flash, "(rsqrt 8)", "(rsqrt 9)");
+  ASSERT_NE(other, flash);
+  std::string missing;
+  EXPECT_FALSE(find_program_nodes(u.g, parse_and_check(other), &missing));
+  EXPECT_EQ(missing, "9");  // the first node of the program the e-graph lacks
 }
 
 // With redundant forms in the e-graph (reassociated and commuted arithmetic,

@@ -138,6 +138,35 @@ TEST(ExtractBestFirst, ATileRecomputedByEveryProgramIsPricedSo) {
   EXPECT_TRUE(compare_programs(s.u.naive, best.program, 7, 1).equivalent());
 }
 
+// The causal prefill workload from its naive form alone: the search itself
+// must reach the rolling softmax (one kernel, one loop over key blocks)
+// and rank it first. The guide once priced the score tile as if 64 heads
+// (h.0 at the nominal block) sat in one program -- register pressure no
+// candidate has, since lowering fixes tile_matmul's batch axes to 1 -- and
+// the fused kernel's partial programs stayed behind hundreds of three-pass
+// ones.
+TEST(ExtractBestFirst, CausalPrefillFindsTheRollingSoftmax) {
+  Saturated s("examples/workloads/attention_prefill.eqf");
+  ExtractResult r = best_first(s, 256);
+  ASSERT_FALSE(r.candidates.empty());
+  const Candidate& best = r.candidates[0];
+  ASSERT_EQ(best.lowered.kernels.size(), 1u);
+  const Kernel& k = best.lowered.kernels[0];
+  ASSERT_EQ(k.loops.size(), 1u);
+  EXPECT_EQ(k.loops[0].axis.name(), "t.0");
+  // FlashAttention proper -- a program per (head, query block), the output
+  // rows whole -- is among the candidates the tuner measures.
+  bool flash = false;
+  for (size_t i = 0; i < r.candidates.size() && i < 16; ++i) {
+    const LoweredProgram& lp = r.candidates[i].lowered;
+    if (lp.kernels.size() != 1 || lp.kernels[0].loops.size() != 1) continue;
+    std::set<std::string> grid;
+    for (Axis a : lp.kernels[0].grid) grid.insert(a.name());
+    flash = flash || grid == std::set<std::string>{"h.0", "s.0"};
+  }
+  EXPECT_TRUE(flash);
+}
+
 TEST(ExtractBestFirst, NeedsACostModel) {
   Saturated s("examples/matmul/naive.eqf");
   ExtractOptions o;

@@ -7,7 +7,9 @@
 // result is deterministic).
 #pragma once
 
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "eqiforge/egraph/egraph.h"
@@ -19,6 +21,12 @@ namespace eqf {
 // in g, adds its nodes and returns its outputs' classes, in order. Throws
 // eqf::Error when a node does not type-check.
 std::vector<EClassId> load_program(EGraph& g, const Program& p);
+
+// The e-nodes of g that p's nodes are, one per node of p (in p's order), or
+// nullopt when some node of p is not in g; then *missing (when given) names
+// the first such node. g must be clean(); nothing is added.
+std::optional<std::vector<ENodeId>> find_program_nodes(const EGraph& g, const Program& p,
+                                                       std::string* missing = nullptr);
 
 // For each class, the size (e-node count) of its smallest term; saturates at
 // UINT64_MAX for classes with no finite term (only cycles).

@@ -103,6 +103,11 @@ struct ExtractOptions {
   size_t prune_k = 0;
   // The extracted programs' name; empty: "extracted".
   std::string program_name;
+  // When not empty (indexed by ENodeId): fillings may use only these
+  // e-nodes. Extraction restricted to one program's e-nodes (program_io.h:
+  // find_program_nodes) shows whether that program is a candidate and, if
+  // not, which step drops it.
+  std::vector<bool> only_nodes;
 };
 
 struct ExtractStats {
@@ -116,6 +121,7 @@ struct ExtractStats {
   uint64_t infeasible = 0;         // valid candidates whose tiles fit no block sizes
   bool limit_hit = false;          // max_states or time_limit_s stopped the expansion
   std::string limit;               // which: "states" or "time"
+  std::string first_invalid;       // why the first invalid complete program is not a candidate
   bool enough = false;             // max_candidates feasible candidates were found
   double enumerate_seconds = 0;    // expansion, building, de-duplication and validity
   double rank_seconds = 0;         // cost estimates and sorting

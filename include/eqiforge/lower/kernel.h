@@ -140,6 +140,9 @@ LoweredProgram lower_program(const Program& p, const LowerOptions& options = {})
 
 // The default unit axes of a program (see "Unit axes" above).
 std::set<Axis> default_unit_axes(const Program& p);
+// The unit axes one tile_matmul over k with operands of types a and b asks
+// for (its batch dims' innermost blocking axes), added to *out.
+void add_tile_matmul_unit_axes(const TensorType& a, const TensorType& b, Symbol k, std::set<Axis>* out);
 
 // The tile view of a node's value in a program (its type's dims, each with
 // the number of axes blocking it), given the unit axes; dims in the dim
