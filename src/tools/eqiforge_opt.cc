@@ -124,8 +124,8 @@ const std::vector<Verb>& verb_table() {
        .options = with_extract_options(
            {{.name = "--top", .value_name = "K", .help = "print the K best candidates (default 10)"},
             {.name = "--json", .value_name = "", .help = "print one JSON object"},
-            {.name = "--programs", .value_name = "", .help = "print each candidate's program"}}),
             {.name = "--explain", .value_name = "TILED", .help = "extract only TILED's e-nodes: why is it (not) a candidate"},
+            {.name = "--programs", .value_name = "", .help = "print each candidate's program"}}),
        .run = verb_extract},
       {.name = "gen-program",
        .operands = "",

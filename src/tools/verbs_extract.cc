@@ -141,8 +141,8 @@ int verb_extract(const Args& args) {
     std::printf("dropped: %llu invalid, %llu infeasible, %llu pruned partial, %llu dead-end fillings\n",
                 (unsigned long long)st.invalid, (unsigned long long)st.infeasible, (unsigned long long)st.pruned,
                 (unsigned long long)st.dead_ends);
-  for (size_t i = 0; i < res.candidates.size() && i < top; ++i) {
   if (st.invalid) std::printf("first invalid: %s\n", st.first_invalid.c_str());
+  for (size_t i = 0; i < res.candidates.size() && i < top; ++i) {
     const Candidate& c = res.candidates[i];
     std::printf("\n#%zu", i + 1);
     if (c.estimate) {
