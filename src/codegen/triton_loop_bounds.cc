@@ -27,7 +27,8 @@ namespace {
 // count, so loads, contractions and nested loops are unknown.
 class BlockConstants {
  public:
-  BlockConstants(const Program& p, NodeId where) : p_(p), where_(where) {}
+  BlockConstants(const Program& p, NodeId where, int literal_child)
+      : p_(p), where_(where), literal_child_(literal_child) {}
 
   std::optional<double> eval(NodeId n) {
     if (auto it = memo_.find(n.v); it != memo_.end()) return it->second;
@@ -40,7 +41,7 @@ class BlockConstants {
   std::optional<double> compute(NodeId n) {
     const Node& node = p_.node(n);
     auto kids = p_.children(n);
-    if (n == where_) return fold_literal(p_, kids[2]);
+    if (n == where_) return fold_literal(p_, kids[size_t(literal_child_)]);
     const Type& t = p_.type(n).get();
     if (!t.is_tuple && t.tensor().literal) return fold_literal(p_, n);
     switch (node.op) {
@@ -82,13 +83,14 @@ class BlockConstants {
 
   const Program& p_;
   NodeId where_;
+  int literal_child_;
   std::unordered_map<uint32_t, std::optional<double>> memo_;
 };
 
 // Whether a block on which `where` takes its literal branch everywhere adds
 // nothing to the loop's state: each component is its reduction's identity,
 // or (exp-sum) its max component is -inf, which the merge counts as empty.
-bool skipping_is_exact(const Program& p, const Loop& loop, NodeId where) {
+bool skipping_is_exact(const Program& p, const Loop& loop, NodeId where, int literal_child) {
   NodeId body = p.children(loop.preduce)[0];
   std::vector<NodeId> parts;
   if (p.node(body).op == Op::Tuple)
@@ -96,7 +98,7 @@ bool skipping_is_exact(const Program& p, const Loop& loop, NodeId where) {
   else
     parts.push_back(body);
   if (parts.size() != loop.accumulators.size()) return false;
-  BlockConstants block(p, where);
+  BlockConstants block(p, where, literal_child);
   const double neg_inf = -std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < parts.size(); ++i) {
     const RedComponent& c = loop.accumulators[i].red;
@@ -196,7 +198,7 @@ std::optional<KernelEmitter::LoopRange> KernelEmitter::masked_range(int li, cons
   std::string mask_name;
   for (const cost::MaskedPredicate& mp : mask->predicates) {
     auto [it, fresh] = exact.emplace(mp.where.v, false);
-    if (fresh) it->second = skipping_is_exact(p_, loop, mp.where);
+    if (fresh) it->second = skipping_is_exact(p_, loop, mp.where, mp.literal_child);
     if (!it->second) continue;
     // The predicate as integer forms `a*t + rest <= 0` (Lt: + 1; Eq: both signs).
     const cost::IndexPredicate& pr = mp.predicate;

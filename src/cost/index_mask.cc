@@ -96,21 +96,52 @@ std::optional<Linear> linearize(const Program& p, NodeId n) {
   }
 }
 
-// The predicates a boolean node asserts (a conjunction), as `a - b cmp 0`.
-bool conjuncts(const Program& p, NodeId n, std::vector<std::pair<IndexPredicate::Cmp, Linear>>& out) {
+bool is_boolean(const Program& p, NodeId n) {
+  const Type& t = p.type(n).get();
+  return !t.is_tuple && t.tensor().dtype == DType::Bool;
+}
+
+// A 0/1 value: a boolean, or a boolean cast to a number.
+std::optional<NodeId> as_boolean(const Program& p, NodeId n) {
+  if (is_boolean(p, n)) return n;
+  if (p.node(n).op == Op::Cast && is_boolean(p, p.children(n)[0])) return p.children(n)[0];
+  return std::nullopt;
+}
+
+// The predicates a boolean node asserts (a conjunction), as `a - b cmp 0`;
+// with `negate`, those its negation asserts (a negated comparison; a negated
+// conjunction is a disjunction, which bounds nothing).
+bool conjuncts(const Program& p, NodeId n, std::vector<std::pair<IndexPredicate::Cmp, Linear>>& out,
+               bool negate = false) {
   const Node& node = p.node(n);
   auto kids = p.children(n);
-  if (node.op == Op::Partition || node.op == Op::Replicate) return conjuncts(p, kids[0], out);
-  if (node.op == Op::Mul) return conjuncts(p, kids[0], out) && conjuncts(p, kids[1], out);
+  if (node.op == Op::Partition || node.op == Op::Replicate) return conjuncts(p, kids[0], out, negate);
+  if (node.op == Op::Cast && is_boolean(p, kids[0])) return conjuncts(p, kids[0], out, negate);
+  if (node.op == Op::Mul && !negate) return conjuncts(p, kids[0], out) && conjuncts(p, kids[1], out);
+  if (node.op == Op::Eq) {
+    // eq(b, 0) of a 0/1 value b is "not b".
+    for (int i = 0; i < 2; ++i) {
+      std::optional<double> zero = literal_value(p, kids[size_t(1 - i)]);
+      std::optional<NodeId> b = as_boolean(p, kids[size_t(i)]);
+      if (zero && *zero == 0 && b) return conjuncts(p, *b, out, !negate);
+    }
+  }
   IndexPredicate::Cmp cmp;
   if (node.op == Op::Lt) cmp = IndexPredicate::Cmp::Lt;
   else if (node.op == Op::Le) cmp = IndexPredicate::Cmp::Le;
-  else if (node.op == Op::Eq) cmp = IndexPredicate::Cmp::Eq;
+  else if (node.op == Op::Eq && !negate) cmp = IndexPredicate::Cmp::Eq;
   else return false;
   auto a = linearize(p, kids[0]), b = linearize(p, kids[1]);
   if (!a || !b) return false;
   Linear l = *a;
   l.add(*b, -1);
+  if (negate) {
+    // not(l < 0) is -l <= 0; not(l <= 0) is -l < 0.
+    Linear m;
+    m.add(l, -1);
+    out.push_back({cmp == IndexPredicate::Cmp::Lt ? IndexPredicate::Cmp::Le : IndexPredicate::Cmp::Lt, m});
+    return true;
+  }
   out.push_back({cmp, l});
   return true;
 }
@@ -150,11 +181,14 @@ std::optional<LoopMaskTerms> find_loop_mask_terms(const Program& p, const Kernel
     NodeId w{id};
     if (p.node(w).op != Op::Where) continue;
     auto kids = p.children(w);
-    if (!is_literal(p, kids[2])) continue;
+    // The literal branch is taken where the mask is off: the other branch
+    // asserts the predicate (literal else) or its negation (literal then).
+    int literal_child = is_literal(p, kids[2]) ? 2 : is_literal(p, kids[1]) ? 1 : 0;
+    if (literal_child == 0) continue;
     bool everywhere = std::all_of(reached.begin(), reached.end(), [&](const auto& s) { return s.count(id) > 0; });
     if (!everywhere) continue;
     std::vector<std::pair<IndexPredicate::Cmp, Linear>> preds;
-    if (!conjuncts(p, kids[0], preds)) continue;
+    if (!conjuncts(p, kids[0], preds, literal_child == 1)) continue;
     const TensorType& wt = p.type(w).get().tensor();
     for (auto& [cmp, lin] : preds) {
       IndexPredicate pred;
@@ -189,7 +223,7 @@ std::optional<LoopMaskTerms> find_loop_mask_terms(const Program& p, const Kernel
         }
         pred.terms.push_back(term);
       }
-      if (ok) mask.predicates.push_back({w, pred});
+      if (ok) mask.predicates.push_back({w, literal_child, pred});
     }
   }
   if (mask.predicates.empty() || !any_loop_term) return std::nullopt;

@@ -15,7 +15,10 @@ namespace eqf::cost {
 // and the grid axis by name: what code generation needs to bound the loop.
 // The analysis is find_loop_mask's (which maps the axis to its summary row).
 struct MaskedPredicate {
-  NodeId where;              // where(pred, X, literal) asserting the predicate
+  // where(pred, X, literal) asserting the predicate, or where(not pred,
+  // literal, X) (literal_child 1): the rules write the causal mask both ways.
+  NodeId where;
+  int literal_child = 2;
   IndexPredicate predicate;  // role 0: the loop's dim, 1: the grid axis's dim, 2: a whole dim
 };
 struct LoopMaskTerms {

@@ -99,6 +99,38 @@ TEST(LoopBounds, NoBoundsForAPlainSumOfAMaskedNonzeroFill) {
   EXPECT_FALSE(has(with_one, "hi_t0")) << with_one;                         // ones do
 }
 
+// The rules also write the causal mask negated, with the fill first:
+// where(eq(cast(le(t - s, 0)), 0), -inf, X) bounds the loop just the same.
+TEST(LoopBounds, NegatedMaskWithTheFillFirst) {
+  std::string text = causal("(eq (cast i32 (le (sub kt qs) 0)) 0)");
+  const std::string plain = "(where visible (tile_matmul e q_tile k_tile) -inf)";
+  ASSERT_TRUE(has(text, plain));
+  text.replace(text.find(plain), plain.size(), "(where visible -inf (tile_matmul e q_tile k_tile))");
+  Program p = parse_and_check(text, "negated.eqf");
+  LoweredProgram lp = lower_program(p);
+  std::optional<cost::LoopMaskTerms> m = cost::find_loop_mask_terms(p, lp.kernels[0], 0);
+  ASSERT_TRUE(m.has_value());
+  ASSERT_EQ(m->predicates.size(), 1u);
+  EXPECT_EQ(m->predicates[0].literal_child, 1);
+  EXPECT_EQ(m->predicates[0].predicate.cmp, cost::IndexPredicate::Cmp::Le);
+  std::string code = emit_triton(p);
+  EXPECT_TRUE(has(code, "for t0 in range(0, hi_t0):")) << code;
+  // The fill first under a plain comparison: X where not(t - s < 0), i.e.
+  // t >= s, a lower bound.
+  std::string later = causal("(lt (sub kt qs) 0)");
+  later.replace(later.find(plain), plain.size(), "(where visible -inf (tile_matmul e q_tile k_tile))");
+  EXPECT_TRUE(has(emit_triton(parse_and_check(later, "later.eqf")), "for t0 in range(lo_t0, hi_t0):"))
+      << later;
+  // eq(a * b, 0) with the fill first keeps X where a and b: both bounds.
+  std::string both = causal("(eq (mul (le kt qs) (le qs kt)) 0)");
+  both.replace(both.find(plain), plain.size(), "(where visible -inf (tile_matmul e q_tile k_tile))");
+  EXPECT_TRUE(has(emit_triton(parse_and_check(both, "both.eqf")), "for t0 in range(lo_t0, hi_t0):"));
+  // With the fill last the same mask keeps X where not(a and b), a
+  // disjunction: no bound.
+  EXPECT_TRUE(has(emit_triton(parse_and_check(causal("(eq (mul (le kt qs) (le qs kt)) 0)"), "either.eqf")),
+                  "for t0 in range(0, tl.cdiv(T, BLOCK_T0)):"));
+}
+
 TEST(LoopBounds, NonUnitSlopeKeepsTheFullLoop) {
   // 2t <= s would need a floor division of signed values: not bounded.
   std::string m = emit_triton(parse_and_check(causal("(le (mul kt 2) qs)"), "slope.eqf"));

@@ -36,6 +36,18 @@ def window_text(width=4):
     return text.replace(old, f"(let visible (mul (le key_index query_index) (lt (sub query_index key_index) {width})))")
 
 
+def negated_text():
+    """The causal mask as the rules also write it: negated, the fill first."""
+    text = causal_text()
+    for old, new in [("(let visible (le key_index query_index))",
+                      "(let visible (eq (cast i32 (le (sub key_index query_index) 0)) 0))"),
+                     ("(let scores (where visible (mul (tile_matmul e q_tile k_tile) (rsqrt 8)) -inf))",
+                      "(let scores (where visible -inf (mul (tile_matmul e q_tile k_tile) (rsqrt 8))))")]:
+        assert old in text
+        text = text.replace(old, new)
+    return text
+
+
 def assert_close(trials, tol=TOL):
     for t in trials:
         for name, err in t.errors.items():
@@ -47,9 +59,9 @@ def assert_close(trials, tol=TOL):
     [{"s.0": 1, "t.0": 1}, {"s.0": 3, "t.0": 5}, {"s.0": 5, "t.0": 3}, {"s.0": 4, "t.0": 4},
      {"s.0": 13, "t.0": 2}, {"s.0": 2, "t.0": 13}, {"s.0": 16, "t.0": 16}, {"s.0": 7, "t.0": 6}],
 )
-@pytest.mark.parametrize("kind", ["causal", "window"])
+@pytest.mark.parametrize("kind", ["causal", "window", "negated"])
 def test_masked_attention_ragged_blocks(kind, blocks):
-    text = causal_text() if kind == "causal" else window_text()
+    text = {"causal": causal_text, "window": window_text, "negated": negated_text}[kind]()
     assert_close(check.check_program(text, seed=8, trials=1, blocks=blocks))
 
 
