@@ -26,6 +26,7 @@ from eqiforge.runtime.tuner import (
     HalvingRound,
     NoValidCandidate,
     Tuner,
+    code_signature,
     make_space,
     neighbours,
     program_dims,
@@ -232,6 +233,9 @@ def forward(x, *, block_m0=None, num_warps=4, num_stages=2):
 
 
 GOOD = module_source("tl.exp(x) * 2.0")
+# Right too, with other code (the tuner times candidates with the same code once).
+GOOD_2 = module_source("2.0 * tl.exp(x)")
+GOOD_3 = module_source("tl.exp(x) + tl.exp(x)")
 WRONG = module_source("tl.exp(x) * 3.0")
 NAN = module_source("tl.sqrt(-1.0 - tl.exp(x))")
 RAISES = module_source("tl.exp(x) * 2.0", extra='raise RuntimeError("launch refused")')
@@ -358,7 +362,7 @@ def tried(tuner):
 
 def test_every_candidate_is_first_tried_at_its_estimate_before_any_exploration():
     estimates = [{"m.0": 16}, {"m.0": 32}, {"m.0": 8}]
-    tuner, timer, _ = measured_tuner([GOOD, GOOD, GOOD], blocks=estimates)
+    tuner, timer, _ = measured_tuner([GOOD, GOOD_2, GOOD_3], blocks=estimates)
     result = tuner.run()
     order = tried(tuner)
     assert order[:3] == [Config(r, (("block_m0", b["m.0"]),), 4, 2) for r, b in enumerate(estimates, start=1)]
@@ -371,7 +375,7 @@ def test_every_candidate_is_first_tried_at_its_estimate_before_any_exploration()
     assert result.best.candidate.rank == 2 and dict(result.best.config.blocks) == {"block_m0": 1}
     assert result.stats.explored == len(order) - 3 and result.stats.candidates_dropped == 0
     # The same run again tries the same configurations in the same order.
-    again, _, _ = measured_tuner([GOOD, GOOD, GOOD], blocks=estimates)
+    again, _, _ = measured_tuner([GOOD, GOOD_2, GOOD_3], blocks=estimates)
     again.run()
     assert tried(again) == order
 
@@ -467,7 +471,7 @@ def test_the_budget_leaves_candidates_untried_and_says_so():
         return 1e-6
 
     opts = make_options(block_sizes=[16, 32, 64], num_warps=[4], num_stages=[1], budget_s=30)
-    tuner = Tuner(binding(), reference, example(), candidates(GOOD, GOOD), opts, interpret=True, measure=True,
+    tuner = Tuner(binding(), reference, example(), candidates(GOOD, GOOD_2), opts, interpret=True, measure=True,
                   timer=slow_timer, clock=clock, lean=False)
     result = tuner.run()
     # The first measurement ends past the exploration share: no more
@@ -482,7 +486,7 @@ def test_no_candidate_within_the_budget_is_an_error_that_counts_the_untried():
 
     def slow_source(cand):
         clock.now += 20.0  # emitting and loading takes 20 s of the 30 s budget
-        return NEVER_COMPILES
+        return NEVER_COMPILES.replace("tl.exp(x) * 2.0", f"tl.exp(x) * {cand.rank + 1}.0 / {cand.rank + 1}.0 * 2.0")
 
     opts = make_options(num_warps=[4], num_stages=[1], budget_s=30)
     tuner = Tuner(binding(), reference, example(), candidates(GOOD, GOOD, GOOD, blocks=[{"m.0": 64}] * 3), opts,
@@ -492,3 +496,17 @@ def test_no_candidate_within_the_budget_is_an_error_that_counts_the_untried():
         tuner.run()
     assert "2 configurations tried: 2 failed to compile" in str(info.value)
     assert "2 of 3 candidates dropped, 1 not tried within the budget of 30 s" in str(info.value)
+
+
+def test_candidates_with_the_same_code_are_tried_once():
+    # Candidate 2 differs from 1 in its docstring and comments only (as
+    # programs distinct in the IR can lower to the same kernels): not timed.
+    same = GOOD.replace('PROGRAM = "scale"', '"""Another program."""\n# a comment\nPROGRAM = "scale"')
+    assert same != GOOD and code_signature(same) == code_signature(GOOD)
+    assert code_signature(GOOD_2) != code_signature(GOOD)
+    tuner, _, _ = measured_tuner([GOOD, same, GOOD_2], blocks=[{"m.0": 16}] * 3)
+    result = tuner.run()
+    assert result.stats.duplicates == 1
+    assert {c.rank for c in tried(tuner)} == {1, 3}
+    assert result.stats.candidates_dropped == 0
+

@@ -131,6 +131,8 @@ class Report:
                 f"{t.get('compile_failed', 0)} failed to compile, {t.get('run_failed', 0)} failed to run, "
                 f"{t.get('verify_failed', 0)} gave wrong values; {t.get('measurements', 0)} measurements, "
                 f"{len(t.get('rounds', []))} rounds of successive halving, {t.get('seconds', 0):.1f} s"
+                + (f"; {t['duplicates']} candidates skipped, same code as a better-ranked one"
+                   if t.get("duplicates") else "")
             )
         for n in self.notes:
             lines.append(f"note: {n}")

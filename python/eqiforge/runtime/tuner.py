@@ -301,6 +301,10 @@ class TuneStats:
     # tried because they are at least as large as one that ran out of resources.
     explored: int = 0
     configs_skipped: int = 0
+    # Candidates whose emitted code equals an earlier one's (comments aside):
+    # programs distinct in the IR (a division written as a product, ...)
+    # that lower to the same kernels are timed once.
+    duplicates: int = 0
     seconds: float = 0.0
     rounds: list[HalvingRound] = field(default_factory=list)
     # The first few failures, one line each, for reports and errors.
@@ -377,6 +381,24 @@ _ETA = 3
 _FINAL_HALVING = 9
 
 
+def code_signature(source: str) -> str:
+    """A module's code without its docstring and comments: two candidates
+    with the same signature run the same kernels."""
+    lines = []
+    in_doc = False
+    for line in source.splitlines():
+        stripped = line.strip()
+        if stripped.startswith('"""'):
+            # A docstring line (one-line, or the start or end of a block).
+            if not (len(stripped) > 3 and stripped.endswith('"""')):
+                in_doc = not in_doc
+            continue
+        if in_doc or not stripped or stripped.startswith("#"):
+            continue
+        lines.append(line)
+    return "\n".join(lines)
+
+
 class Tuner:
     def __init__(
         self,
@@ -409,6 +431,7 @@ class Tuner:
         with torch.no_grad():
             self.references = binding.flat_outputs(reference(*self.args))
         self.modules: dict[int, types.ModuleType | None] = {}
+        self.sources: dict[int, str] = {}
         self.spaces: dict[int, Space] = {}
         # Every configuration tried, in order, with what became of it:
         # "verified", "failed to compile", "failed to run", "wrong values",
@@ -423,6 +446,18 @@ class Tuner:
         # whether it ran out of resources), "run", "wrong", or None.
         self._last_failure: str | None = None
         self._last_out_of_resources = False
+        self._signatures: dict[str, int] = {}  # code signature -> rank of its first candidate
+
+    def _duplicate(self, cand: Candidate) -> bool:
+        """Whether cand's module runs the same code as an earlier candidate's
+        (counted once per candidate)."""
+        if self._module(cand) is None:
+            return False
+        first = self._signatures.setdefault(code_signature(self.sources[cand.rank]), cand.rank)
+        if first == cand.rank:
+            return False
+        self.stats.duplicates += 1
+        return True
 
     # -- one configuration --
 
@@ -430,6 +465,7 @@ class Tuner:
         if cand.rank not in self.modules:
             try:
                 source = self.source_of(cand)
+                self.sources[cand.rank] = source
                 self.modules[cand.rank] = load_module(source, self.interpret, self.module_dir)
             except MissingPieceError:
                 raise
@@ -593,7 +629,7 @@ class Tuner:
         for i, cand in enumerate(self.candidates):
             self._progress(f"verifying candidate {cand.rank} in Triton's interpreter", len(self.candidates) - i)
             module = self._module(cand)
-            if module is None:
+            if module is None or self._duplicate(cand):
                 continue
             config = None
             block_params = getattr(module, "BLOCK_PARAMS", {})
@@ -631,7 +667,7 @@ class Tuner:
                 if out_of_time():
                     break
                 space = self._space(cand)
-                if space is None:
+                if space is None or (config is None and self._duplicate(cand)):
                     continue
                 if config is None:
                     config = start_config(cand, dict(getattr(self.modules[cand.rank], "BLOCK_PARAMS", {})), space)
