@@ -18,6 +18,7 @@ slow, for testing, and said so once per process.
 
 from __future__ import annotations
 
+import inspect
 import threading
 import warnings
 from pathlib import Path
@@ -73,6 +74,10 @@ def target_for(device: torch.device) -> tuple[str, str | None]:
 
 
 def _device_of(args: tuple) -> torch.device:
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and a.device.type == "meta":
+            raise BindingError(f"example input {i} is on the meta device: it has no values, and optimize runs the "
+                               "program to verify every candidate; pass real tensors (on the CPU or a GPU)")
     devices = {a.device for a in args if isinstance(a, torch.Tensor)}
     if len(devices) > 1:
         raise BindingError(f"the example inputs are on several devices: {', '.join(sorted(map(str, devices)))}")
@@ -129,7 +134,7 @@ def optimize(fn_or_module: Callable | torch.nn.Module, *example_inputs: Any, **o
 
     Returns a callable with the same signature and outputs. Options (see
     eqiforge.options.Options): budget_s, target, cache_dir, cache, node_limit,
-    search_time_s, extract_time_s, top_k, extract_mode, partition_ops, verbose, unsupported
+    search_time_s, extract_time_s, top_k, extract_mode, memory_limit_mb, partition_ops, verbose, unsupported
     ("error" | "fallback"), block_sizes, num_warps, num_stages, cuda_graphs,
     baselines, seed. A bad option raises OptionError naming it.
     """
@@ -396,6 +401,12 @@ def _from_cache(entry, binding, fe, example_inputs, interpret, opts, module_dir,
     try:
         source, params, candidate = p["source"], dict(p["params"]), p["program"]
         module = load_module(source, interpret, module_dir)
+        # Launch parameters that forward does not take would fail at the first
+        # call, not here: an entry written by hand or by another tool.
+        accepted = inspect.signature(module.forward).parameters
+        unknown = sorted(k for k in params if k not in accepted)
+        if unknown:
+            raise TypeError(f"its launch parameters {', '.join(unknown)} are not arguments of the module's forward")
         inputs = binding.module_inputs(example_inputs)
         runner, _ = make_runner(module, params, inputs, lean=not interpret,
                                 cuda_graphs=opts.cuda_graphs and not interpret, bound=binding.bound_mask())

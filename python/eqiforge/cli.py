@@ -153,6 +153,9 @@ def cmd_optimize(args) -> int:
 
     specs = parse_inputs(args.inputs)
     device = args.device or _default_device()
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise UsageError(f"--device {device}: no CUDA GPU is available to this PyTorch "
+                         "(torch.cuda.is_available() is False); use --device cpu")
     floats = [getattr(torch, s[0]) for s in specs if isinstance(s, tuple) and s[0].startswith(("float", "bfloat"))]
     fn = load_target(args.target_fn, floats[0] if floats else None, device)
     inputs = make_inputs(specs, device, args.seed)
@@ -184,16 +187,21 @@ def is_flash_style(report) -> bool:
     return len(report.kernels) == 1 and bool(report.kernels[0].loops)
 
 
+# A sequence long enough that a whole row of scores in one program no longer
+# pays, small enough for Triton's interpreter.
+DEMO_SEQ = 1024
+
+
 def cmd_demo(args) -> int:
     import torch
 
     from .api import optimize
     from .runtime.verify import fresh_args, rel_l2
 
-    # A sequence long enough that a whole row of scores in one program no
-    # longer pays (below a few hundred keys the one-pass kernel is the right
-    # answer), small enough for Triton's interpreter.
-    heads, seq, dim = 2, 1024, 16
+    if args.seq < 1:
+        print(f"eqiforge demo: --seq must be positive, got {args.seq}", file=sys.stderr)
+        return EXIT_ERROR
+    heads, seq, dim = 2, args.seq, 16
     g = torch.Generator().manual_seed(args.seed)
     q, k, v = (torch.rand(heads, seq, dim, generator=g) * 2 - 1 for _ in range(3))
     print(f"eqiforge demo: naive attention, {heads} heads, sequence {seq}, head dim {dim}, float32, on the CPU "
@@ -298,6 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="naive attention in, a FlashAttention-style kernel out (CPU)",
                        description="Optimize naive attention on the CPU with Triton's interpreter and show the result.")
     p.add_argument("-o", "--output", help="folder for the emitted module and picture (default: .)")
+    p.add_argument("--seq", type=int, default=DEMO_SEQ,
+                   help=f"sequence length (queries and keys; default {DEMO_SEQ}: below a few hundred keys the "
+                        "one-pass kernel, with no key loop, is the better program)")
     _common(p)
     p.set_defaults(run=cmd_demo)
     p = sub.add_parser("report", help="show the report of a cached result",
@@ -319,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     from . import _core
     from .options import OptionError
+    from .runtime.launch import BindingError
     from .runtime.search import MissingPieceError
     from .runtime.tuner import NoValidCandidate
 
@@ -327,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"eqiforge {args.verb}: {e}", file=sys.stderr)
         return EXIT_ERROR
-    except (OptionError, _core.IRError) as e:
+    except (OptionError, _core.IRError, BindingError) as e:
         print(f"eqiforge {args.verb}: {e}", file=sys.stderr)
         return EXIT_ERROR
     except NoValidCandidate as e:

@@ -29,6 +29,9 @@ EXTRACT_MODES = ("early", "after", "none")
 # kernels win.
 TOLERANCE = 1e-2
 
+# The largest e-graph memory cap, in MiB (1 TiB): past it the cap means nothing.
+MAX_MEMORY_LIMIT_MB = 1 << 20
+
 
 class OptionError(ValueError):
     """An option of ``eqiforge.optimize`` (or of the backend) that is unknown,
@@ -56,6 +59,10 @@ class Options:
     extract_time_s: float = 60.0
     top_k: int = 8
     extract_mode: str = "early"
+    # Cap on the e-graph's memory during saturation, in MiB: saturation stops
+    # before the e-graph would hold more, and extraction goes on with what it
+    # has (the report's search line then says "saturation stop memory-limit").
+    memory_limit_mb: int = 4096
     # Programs with more operators than this are cut into subgraphs of at
     # most this many, each searched on its own (identical ones once) and
     # composed through materialized boundary tensors; a program whose
@@ -102,6 +109,7 @@ class Options:
             "extract_time_s": self.extract_time_s,
             "top_k": self.top_k,
             "extract_mode": self.extract_mode,
+            "memory_limit_mb": self.memory_limit_mb,
             "partition_ops": self.partition_ops,
             "block_sizes": list(self.block_sizes),
             "num_warps": list(self.num_warps),
@@ -176,6 +184,10 @@ def _check(name: str, v: Any) -> Any:
         return v
     if name == "node_limit":
         return _positive_int(name, v, "e-graph nodes")
+    if name == "memory_limit_mb":
+        if not _is_int(v) or not 1 <= v <= MAX_MEMORY_LIMIT_MB:
+            raise _fail(name, f"an integer number of MiB from 1 to {MAX_MEMORY_LIMIT_MB} (the e-graph's memory cap)", v)
+        return v
     if name == "partition_ops":
         if not _is_int(v) or v < 0:
             raise _fail(name, "a non-negative integer (operators per subgraph; 0: cut only when the search fails)", v)

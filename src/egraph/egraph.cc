@@ -143,7 +143,7 @@ std::optional<EClassId> EGraph::add_canonical(Op op, const Attrs& attrs, std::sp
   // make() never re-enters add(), so the scratch buffer is free again by the
   // time modify() (which may add nodes) runs.
   scratch_data_.clear();
-  for (EClassId c : children) scratch_data_.push_back(classes_[c.v].data);
+  for (EClassId c : children) scratch_data_.push_back(rec(c).data);
   ClassData d;
   std::string reason;
   if (!analysis_->make(*this, op, attrs, scratch_data_, d, reason)) {
@@ -177,17 +177,26 @@ EClassId EGraph::add_new(Op op, const Attrs& attrs, std::span<const EClassId> ch
   r.attrs = attrs;
   nodes_.push_back(r);
 
-  EClassId c(uint32_t(classes_.size()));
-  classes_.emplace_back();
-  classes_.back().nodes.push_back(n);
-  classes_.back().op_mask = op_bit(op);
-  classes_.back().data = data;
+  EClassId c(uint32_t(uf_parent_.size()));
+  uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = uint32_t(classes_.size());
+    classes_.emplace_back();
+  }
+  class_slot_.push_back(slot);
+  ClassRec& cr = classes_[slot];
+  cr.nodes.push_back(n);
+  cr.op_mask = op_bit(op);
+  cr.data = data;
   uf_parent_.push_back(c.v);
   ++num_classes_;
   node_class_.push_back(c);
   node_origin_.push_back(origin_);
   ++num_live_nodes_;
-  for (EClassId ch : children) classes_[ch.v].parents.push_back(n);
+  for (EClassId ch : children) rec(ch).parents.push_back(n);
   memo_insert(h, n);
   op_index_valid_ = false;
   analysis_->modify(*this, c);
@@ -221,9 +230,9 @@ void EGraph::retarget_slots(std::span<const ENodeId> moved, EClassId a) {
 }
 
 void EGraph::mark_dirty(EClassId c) {
-  ClassRec& rec = classes_[c.v];
-  if (rec.dirty) return;
-  rec.dirty = true;
+  uint32_t& slot = class_slot_[c.v];
+  if (slot == 0 || (slot & kDirty)) return;  // merged away (nothing to clean), or marked
+  slot |= kDirty;
   dirty_classes_.push_back(c.v);
 }
 
@@ -232,12 +241,12 @@ bool EGraph::merge(EClassId a, EClassId b) {
   b = find_mut(b);
   if (a == b) return false;
   // The larger class stays the root, so each node moves O(log n) times.
-  auto weight = [&](EClassId c) { return classes_[c.v].nodes.size() + classes_[c.v].parents.size(); };
+  auto weight = [&](EClassId c) { return rec(c).nodes.size() + rec(c).parents.size(); };
   bool swapped = weight(b) > weight(a) || (weight(b) == weight(a) && b < a);
   if (swapped) std::swap(a, b);
 
-  ClassRec& ra = classes_[a.v];
-  ClassRec& rb = classes_[b.v];
+  ClassRec& ra = rec(a);
+  ClassRec& rb = rec(b);
   // Merged in the caller's order, so a refusal reads "merge <a> with <b>"
   // as the rule wrote it.
   ClassData merged = swapped ? rb.data : ra.data;
@@ -272,8 +281,11 @@ bool EGraph::merge(EClassId a, EClassId b) {
   // b's parents now point at a non-canonical id: re-canonicalize them.
   pending_.insert(pending_.end(), rb.parents.begin(), rb.parents.end());
   ra.parents.append(rb.parents.span());
-  rb.nodes.release();
-  rb.parents.release();
+  // b's record goes back to the pool, empty; b's id now reads slot 0.
+  const uint32_t b_slot = class_slot_[b.v] & ~kDirty;
+  rb = ClassRec{};
+  free_slots_.push_back(b_slot);
+  class_slot_[b.v] = 0;
   mark_dirty(a);
   op_index_valid_ = false;
   analysis_->modify(*this, a);
@@ -284,6 +296,18 @@ size_t EGraph::rebuild() {
   size_t unions = 0;
   while (!pending_.empty() || !analysis_pending_.empty()) {
     while (!pending_.empty()) {
+      // Software pipeline over the e-nodes still to come (the back of the
+      // stack, processed next unless a union pushes more): the record of the
+      // one kNodeAhead places on is fetched, and the hash slot the one
+      // kSlotAhead places on will erase, from its record fetched earlier.
+      // Only prefetches: the order of the work, and so the result, is as
+      // without them.
+      constexpr size_t kNodeAhead = 16, kSlotAhead = 8;
+      if (pending_.size() > kNodeAhead) prefetch_node(pending_[pending_.size() - 1 - kNodeAhead]);
+      if (pending_.size() > kSlotAhead) {
+        const NodeRec& ahead = nodes_[pending_[pending_.size() - 1 - kSlotAhead].v];
+        prefetch(hash_node(ahead.op, ahead.attrs, ahead.kids(child_pool_)));
+      }
       ENodeId n = pending_.back();
       pending_.pop_back();
       NodeRec& r = nodes_[n.v];
@@ -324,20 +348,20 @@ size_t EGraph::rebuild() {
 void EGraph::repair_analysis(ENodeId n) {
   const NodeRec& r = nodes_[n.v];
   scratch_data_.clear();
-  for (EClassId c : children(n)) scratch_data_.push_back(classes_[find(c).v].data);
+  for (EClassId c : children(n)) scratch_data_.push_back(rec(find(c)).data);
   ClassData made;
   std::string why;
   Attrs attrs = r.attrs;
   if (!analysis_->make(*this, r.op, attrs, scratch_data_, made, why))
     return;  // types never change; facts only grow
   EClassId cls = node_class_[n.v];
-  ClassData merged = classes_[cls.v].data;
+  ClassData merged = rec(cls).data;
   MergeOutcome outcome;
   if (!analysis_->merge(*this, merged, made, outcome, why))
     throw Error("the analysis of e-class c" + std::to_string(cls.v) + " became inconsistent: " + why);
   if (!outcome.into_changed) return;
-  classes_[cls.v].data = merged;
-  const IdList& ps = classes_[cls.v].parents;
+  rec(cls).data = merged;
+  const IdList& ps = rec(cls).parents;
   analysis_pending_.insert(analysis_pending_.end(), ps.begin(), ps.end());
   analysis_->modify(*this, cls);
 }
@@ -346,9 +370,9 @@ void EGraph::clean_class_lists() {
   std::vector<uint32_t> dirty;
   dirty.swap(dirty_classes_);
   for (uint32_t c : dirty) {
-    ClassRec& rec = classes_[c];
-    rec.dirty = false;
     if (uf_parent_[c] != c) continue;  // merged away; its lists moved to the root
+    class_slot_[c] &= ~kDirty;
+    ClassRec& rec = classes_[class_slot_[c]];
     auto dead = [&](ENodeId n) { return nodes_[n.v].dead != 0; };
     rec.nodes.truncate(std::remove_if(rec.nodes.begin(), rec.nodes.end(), dead));
     // Merges append in stamp order; only the e-nodes rebuild() re-stamped
@@ -442,7 +466,7 @@ std::string EGraph::dump() const {
   std::string out = "egraph: " + std::to_string(num_classes_) + " classes, " +
                     std::to_string(num_live_nodes_) + " nodes" + (clean() ? "" : " (not rebuilt)") + "\n";
   for (EClassId c : classes()) {
-    const ClassRec& rec = classes_[c.v];
+    const ClassRec& rec = this->rec(c);
     out += "c" + std::to_string(c.v) + " : " + analysis_->data_text(*this, rec.data) + "\n";
     for (ENodeId n : rec.nodes) {
       if (nodes_[n.v].dead) continue;

@@ -5,6 +5,8 @@
 namespace eqf {
 namespace {
 
+constexpr ptrdiff_t kPrefetchAhead = 8;
+
 // The first e-node of a stamp-ordered list stamped at or after `since`.
 const ENodeId* first_new(const EGraph& g, const ENodeId* begin, const ENodeId* end, uint32_t since) {
   return std::partition_point(begin, end, [&](ENodeId n) { return g.stamp(n) < since; });
@@ -62,6 +64,9 @@ SearchEnd Matcher::run(const EGraph& g, const Pattern& p, std::span<const ENodeI
     ENodeId n;
     bool found = false;
     while (f.cur != f.end) {
+      // The records of the e-nodes a few places ahead are fetched while this
+      // one is checked: each lies anywhere in the arena.
+      if (f.end - f.cur > kPrefetchAhead) g.prefetch_node(f.cur[kPrefetchAhead]);
       n = *f.cur++;
       if ((++steps & 4095) == 0 && std::chrono::steady_clock::now() > opts.deadline)
         return SearchEnd::Deadline;

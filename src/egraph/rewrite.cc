@@ -393,6 +393,31 @@ void RhsBuilder::lookup_batch(const EGraph& g, const Rewrite& rule, const uint32
       }
       continue;
     }
+    if (st.num_copies == 0 && st.num_children <= 2 && st.attrs[0] == 0 && st.attrs[1] == 0 &&
+        st.attrs[2] == 0) {
+      // A small key (most right sides: (add (add ?a ?b) ?c)): hashed and
+      // probed by EGraph's small-key path, its children kept from the
+      // prefetch pass for the probe.
+      const uint32_t nk = st.num_children;
+      const uint64_t seed = EGraph::small_seed(st.op, nk);
+      EClassId* k0 = batch_kid_[0];
+      EClassId* k1 = batch_kid_[1];
+      for (size_t b = 0; b < count; ++b) {
+        if (!found_[b]) continue;
+        const EClassId* row = cls + b * n;
+        k0[b] = nk > 0 ? row[st.children[0]] : EClassId(0);
+        k1[b] = nk > 1 ? row[st.children[1]] : EClassId(0);
+        batch_hash_[b] = EGraph::small_hash(seed, nk, k0[b], k1[b]);
+        g.prefetch(batch_hash_[b]);
+      }
+      for (size_t b = 0; b < count; ++b) {
+        if (!found_[b]) continue;
+        EClassId c = g.lookup_small(batch_hash_[b], st.op, nk, k0[b], k1[b]);
+        cls[b * n + i] = c;
+        found_[b] = c.valid();
+      }
+      continue;
+    }
     // The node's key under match b: its attributes (literal slots, then the
     // variables' words) and its children's classes.
     auto key = [&](size_t b, Attrs& a) {

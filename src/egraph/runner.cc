@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <optional>
@@ -23,6 +24,8 @@ std::string_view stop_reason_name(StopReason r) {
       return "time-limit";
     case StopReason::ScheduleDone:
       return "schedule-done";
+    case StopReason::MemoryLimit:
+      return "memory-limit";
   }
   return "?";
 }
@@ -30,6 +33,14 @@ std::string_view stop_reason_name(StopReason r) {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A buffer's bytes as EGraph::memory_bytes() counts them: by capacity, and
+// with `next_growth` at its grown size when it is within 1/16 of full.
+size_t held_bytes(const std::vector<uint32_t>& v, bool next_growth) {
+  size_t cap = v.capacity();
+  if (next_growth && v.size() + cap / 16 >= cap) cap *= 2;
+  return cap * sizeof(uint32_t);
+}
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -52,11 +63,15 @@ struct RuleState {
 // e-graph has. A search that may pass its threshold is not filtered: a ban
 // would throw the lookups away. The count is of every match found, as the
 // backoff scheduler defines it.
+//
+// `match_bytes` bounds the bytes the rule's match buffer may hold (a memory
+// cap): past it the search ends and over_budget() says so.
 class CollectSink final : public MatchSink {
  public:
-  CollectSink(const EGraph& g, RuleState& r, uint64_t threshold, RhsBuilder* filter)
+  CollectSink(const EGraph& g, RuleState& r, uint64_t threshold, RhsBuilder* filter,
+              size_t match_bytes = SIZE_MAX)
       : g_(g), r_(r), threshold_(threshold), filter_(r.rule.rhs ? filter : nullptr),
-        words_(size_t(r.rule.lhs.subst_words())) {}
+        words_(size_t(r.rule.lhs.subst_words())), match_bytes_(match_bytes) {}
   bool on_match(const uint32_t* subst) override {
     if (!r_.rule.conditions.empty()) {
       Match m(g_, r_.rule.lhs, subst);
@@ -67,8 +82,13 @@ class CollectSink final : public MatchSink {
     r_.matches.resize(at + words_);
     std::copy(subst, subst + words_, r_.matches.data() + at);
     if (filter_ && ++unfiltered_ == RhsBuilder::kFilterBatch) flush();
+    if (held_bytes(r_.matches, true) > match_bytes_) {
+      over_budget_ = true;
+      return false;
+    }
     return ++count_ <= threshold_;
   }
+  bool over_budget() const { return over_budget_; }
   // Filters the matches not yet filtered; call once the search is over.
   void flush() {
     if (!filter_ || unfiltered_ == 0) return;
@@ -85,6 +105,8 @@ class CollectSink final : public MatchSink {
   uint64_t threshold_;
   RhsBuilder* filter_;
   size_t words_;
+  size_t match_bytes_;
+  bool over_budget_ = false;
   size_t unfiltered_ = 0;  // matches at the end of r_.matches not yet filtered
   uint64_t count_ = 0;
 };
@@ -119,6 +141,7 @@ struct Runner::Impl {
   int iter_limit = 30;  // egg's defaults
   size_t node_limit = 10000;
   double time_limit = 5.0;
+  size_t memory_limit = 0;  // bytes; 0: none
   BackoffOptions backoff;
   std::vector<RuleState> rules;
   std::vector<std::string> set_order;
@@ -145,6 +168,33 @@ struct Runner::Impl {
   void halt(StopReason r) {
     if (!stopped) stopped = true, stop = r;
   }
+
+  // The match buffers' bytes, as held_bytes() counts them without and with
+  // the next growth; recounted after each search (they do not grow while
+  // matches are applied), so the checks between batches stay O(1).
+  size_t match_bytes = 0, match_bytes_next = 0;
+  void recount_matches() {
+    match_bytes = match_bytes_next = 0;
+    for (const RuleState& r : rules) {
+      match_bytes += held_bytes(r.matches, false);
+      match_bytes_next += held_bytes(r.matches, true);
+    }
+  }
+  // The e-graph's bytes and the match buffers the runner holds; with
+  // `next_growth`, as the cap compares them (see EGraph::memory_bytes).
+  size_t memory_bytes(bool next_growth = false) const {
+    return g.memory_bytes(next_growth) + (next_growth ? match_bytes_next : match_bytes);
+  }
+  // What rule r's match buffer may grow to under the cap (SIZE_MAX: no cap).
+  size_t match_budget(const RuleState& r) const {
+    if (memory_limit == 0) return SIZE_MAX;
+    const size_t others = memory_bytes(true) - held_bytes(r.matches, true);
+    return memory_limit > others ? memory_limit - others : 0;
+  }
+  bool over_memory() const { return memory_limit != 0 && memory_bytes(true) > memory_limit; }
+  // The most memory_bytes() seen at the checks of this run.
+  size_t peak_memory = 0;
+  void note_memory() { peak_memory = std::max(peak_memory, memory_bytes()); }
 
   bool in_sets(const RuleState& r, const std::vector<std::string>& sets) const {
     for (const std::string& s : sets)
@@ -207,6 +257,9 @@ struct Runner::Impl {
     if (Clock::now() + 2 * rebuild_estimate(g.pending_work()) >= deadline)
       return halt(StopReason::TimeLimit), false;
     if (g.num_nodes() > node_limit) return halt(StopReason::NodeLimit), false;
+    recount_matches();  // the last iteration emptied the buffers
+    note_memory();
+    if (over_memory()) return halt(StopReason::MemoryLimit), false;
 
     g.rebuild();
     IterationStats it;
@@ -227,17 +280,27 @@ struct Runner::Impl {
       r.matches.clear();
       Clock::time_point ts = Clock::now();
       const bool bannable = threshold != std::numeric_limits<uint64_t>::max();
-      CollectSink sink(g, r, threshold, bannable ? nullptr : &builder);
+      CollectSink sink(g, r, threshold, bannable ? nullptr : &builder, match_budget(r));
       SearchOptions opts;
       opts.new_since = r.rule.skip_seen ? r.seen : 0;
       opts.deadline = deadline;
       SearchEnd end = matcher.search(g, r.rule.lhs, opts, sink);
       sink.flush();
+      recount_matches();
+      note_memory();
       r.stats.search_seconds += seconds_since(ts);
       ++r.stats.searches;
       if (end == SearchEnd::Deadline) {
         r.matches.clear();
         halt(StopReason::TimeLimit);
+        break;
+      }
+      if (sink.over_budget()) {
+        // The matches would pass the memory cap: none is applied, and the
+        // buffer goes back (extraction runs next, in the same memory).
+        std::vector<uint32_t>().swap(r.matches);
+        recount_matches();
+        halt(StopReason::MemoryLimit);
         break;
       }
       if (sink.count() > threshold) {
@@ -285,6 +348,8 @@ struct Runner::Impl {
           if (a.changed) ++r.stats.applications, ++it.applications, changed = true;
         }
         if (g.num_nodes() > node_limit) halt(StopReason::NodeLimit);
+        note_memory();
+        if (over_memory()) halt(StopReason::MemoryLimit);
         // Stop applying early enough that the rebuild this iteration still
         // owes fits before the deadline: the larger of twice the measured
         // rate's estimate and three quarters of the time applied so far
@@ -343,6 +408,10 @@ Runner& Runner::with_time_limit(double seconds) {
   impl_->time_limit = seconds;
   return *this;
 }
+Runner& Runner::with_memory_limit(size_t bytes) {
+  impl_->memory_limit = bytes;
+  return *this;
+}
 Runner& Runner::with_backoff(BackoffOptions b) {
   impl_->backoff = b;
   return *this;
@@ -377,6 +446,8 @@ RunReport Runner::run() {
   m.deadline = m.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit));
   m.stopped = false;
   m.run_iterations = 0;
+  m.recount_matches();
+  m.peak_memory = 0;
   m.per_iteration.clear();
   for (RuleState& r : m.rules) r.stats = RuleStats{r.stats.name, r.stats.set};
   Schedule s = m.schedule ? *m.schedule : Schedule::saturate(Schedule::run(m.set_order));
@@ -395,6 +466,9 @@ RunReport Runner::run() {
   report.seconds = seconds_since(m.start);
   report.nodes = m.g.num_nodes();
   report.classes = m.g.num_classes();
+  report.memory_bytes = m.memory_bytes();
+  m.note_memory();
+  report.peak_memory_bytes = m.peak_memory;
   for (const RuleState& r : m.rules) report.rules.push_back(r.stats);
   report.per_iteration = std::move(m.per_iteration);
   return report;
@@ -405,8 +479,11 @@ RunReport Runner::run() {
 std::string RunReport::text() const {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "stop: %s\niterations: %d\ne-nodes: %zu\ne-classes: %zu\nseconds: %.6f\n",
-                std::string(stop_reason_name(stop)).c_str(), iterations, nodes, classes, seconds);
+  std::snprintf(line, sizeof line,
+                "stop: %s\niterations: %d\ne-nodes: %zu\ne-classes: %zu\nmemory: %zu bytes (peak %zu)\n"
+                "seconds: %.6f\n",
+                std::string(stop_reason_name(stop)).c_str(), iterations, nodes, classes, memory_bytes,
+                peak_memory_bytes, seconds);
   out += line;
   out +=
       "\nrule                             set          matches  applied  nodes+  rejected  banned   search_s "
@@ -436,7 +513,10 @@ std::string RunReport::json() const {
   std::string out = "{\"stop\": \"" + std::string(stop_reason_name(stop)) +
                     "\", \"iterations\": " + std::to_string(iterations) +
                     ", \"enodes\": " + std::to_string(nodes) + ", \"eclasses\": " + std::to_string(classes) +
-                    ", \"seconds\": " + fixed(seconds) + ", \"rules\": [";
+                    ", \"memory_bytes\": " + std::to_string(memory_bytes) +
+                    ", \"peak_memory_bytes\": " + std::to_string(peak_memory_bytes) +
+                    ", \"seconds\": " + fixed(seconds) +
+                    ", \"rules\": [";
   for (size_t i = 0; i < rules.size(); ++i) {
     const RuleStats& r = rules[i];
     out += std::string(i ? ", " : "") + "{\"name\": \"" + json_escape(r.name) + "\", \"set\": \"" +

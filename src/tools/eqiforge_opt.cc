@@ -67,6 +67,8 @@ const std::vector<Verb>& verb_table() {
                    {.name = "--node-limit", .value_name = "N", .help = "stop past N e-nodes (default 1000000)"},
                    {.name = "--time-limit", .value_name = "S", .help = "stop after S seconds (default 60)"},
                    {.name = "--iter-limit", .value_name = "N", .help = "stop after N iterations (default 100000)"},
+                   {.name = "--memory-limit", .value_name = "MB",
+                    .help = "stop before the e-graph holds more than MB MiB (default none)"},
                    {.name = "--scheduler", .value_name = "KIND", .help = "backoff (default) or simple"},
                    {.name = "--stats", .value_name = "", .help = "print per-rule and per-iteration statistics"},
                    {.name = "--json", .value_name = "", .help = "print the report as JSON"},
@@ -123,8 +125,8 @@ const std::vector<Verb>& verb_table() {
                   "the saturated e-graph, whether extraction builds it, and if not, which step drops it.",
        .options = with_extract_options(
            {{.name = "--top", .value_name = "K", .help = "print the K best candidates (default 10)"},
-            {.name = "--json", .value_name = "", .help = "print one JSON object"},
             {.name = "--explain", .value_name = "TILED", .help = "extract only TILED's e-nodes: why is it (not) a candidate"},
+            {.name = "--json", .value_name = "", .help = "print one JSON object"},
             {.name = "--programs", .value_name = "", .help = "print each candidate's program"}}),
        .run = verb_extract},
       {.name = "gen-program",

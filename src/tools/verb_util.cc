@@ -51,6 +51,10 @@ double seconds_option(const Args& args, std::string_view name, double fallback) 
   return v;
 }
 
+size_t memory_limit_option(const Args& args) {
+  return size_t(args.integer("--memory-limit", 0, 1, int64_t(1) << 30)) << 20;  // MB (MiB) to bytes; 0: none
+}
+
 Saturation build_egraph(const Args& args, const Program& p, EGraph& g, std::vector<EClassId>& roots) {
   roots = load_program(g, p);
   for (const std::string& path : args.values("--also")) {
@@ -84,7 +88,8 @@ Saturation build_egraph(const Args& args, const Program& p, EGraph& g, std::vect
         .with_time_limit(seconds_option(args, "--sat-time-limit", 60))
         // The schedule's phases each run to saturation: egg's 30 iterations
         // would stop it midway; the node and time limits bound the work.
-        .with_iter_limit(int(args.integer("--iter-limit", 10'000, 1, 1 << 30)));
+        .with_iter_limit(int(args.integer("--iter-limit", 10'000, 1, 1 << 30)))
+        .with_memory_limit(memory_limit_option(args));
     if (rules == "default") {
       add_rule_library(runner);
     } else {
@@ -128,6 +133,8 @@ std::vector<OptionSpec> extract_option_specs() {
       {.name = "--node-limit", .value_name = "N", .help = "saturation stops past N e-nodes (default 200000)"},
       {.name = "--sat-time-limit", .value_name = "S", .help = "saturation stops after S seconds (default 60)"},
       {.name = "--iter-limit", .value_name = "N", .help = "saturation stops after N iterations (default 10000)"},
+      {.name = "--memory-limit", .value_name = "MB",
+       .help = "saturation stops before the e-graph holds more than MB MiB (default none)"},
       {.name = "--mode", .value_name = "MODE", .help = "early (default), after or none"},
       {.name = "--order", .value_name = "ORDER",
        .help = "best (default with a cost model: cheapest first), bfs (the paper's breadth-first) or dfs"},

@@ -26,6 +26,9 @@ Program load_checked(const std::string& path);
 // option is absent; anything else is a usage error naming the option.
 double seconds_option(const Args& args, std::string_view name, double fallback);
 
+// --memory-limit MB (MiB, a positive integer) in bytes; 0 when absent (no cap).
+size_t memory_limit_option(const Args& args);
+
 // ---- extraction (the `extract` and `emit --candidate` verbs) ---------------------
 
 // What saturation did; `ran` is false under --rules none.

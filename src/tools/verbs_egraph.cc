@@ -22,7 +22,8 @@ namespace {
 void configure(Runner& runner, const Args& args, int64_t node_default) {
   runner.with_node_limit(size_t(args.integer("--node-limit", node_default, 1, int64_t(1) << 40)))
       .with_iter_limit(int(args.integer("--iter-limit", 100000, 1, 1 << 30)))
-      .with_time_limit(seconds_option(args, "--time-limit", 60));
+      .with_time_limit(seconds_option(args, "--time-limit", 60))
+      .with_memory_limit(memory_limit_option(args));
   std::string scheduler = args.value("--scheduler").value_or("backoff");
   if (scheduler == "simple")
     runner.with_simple_scheduler();

@@ -82,7 +82,8 @@ int verb_extract(const Args& args) {
       << ", \"egraph\": {\"enodes\": " << g.num_nodes() << ", \"eclasses\": " << g.num_classes();
     if (sat.ran)
       o << ", \"saturation_seconds\": " << num(sat.report.seconds) << ", \"stop\": "
-        << json_quoted(stop_reason_name(sat.report.stop));
+        << json_quoted(stop_reason_name(sat.report.stop)) << ", \"memory_bytes\": " << sat.report.memory_bytes
+        << ", \"peak_memory_bytes\": " << sat.report.peak_memory_bytes;
     o << "}";
     if (cost) o << ", \"target\": " << json_quoted(cost->target().name);
     o << ", \"candidates\": [";

@@ -3,6 +3,7 @@
 // refusals, loading and extraction.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -148,6 +149,107 @@ TEST(EGraphCongruence, MatchesBruteForceOnRandomTermsAndUnions) {
         EXPECT_EQ(*found, c);
       }
     EXPECT_EQ(live, g.num_nodes());
+  }
+}
+
+// ---- hash-consing and class records ---------------------------------------------------------
+
+// A random e-graph of pointwise terms over scalar inputs, with unions, rebuilt.
+EGraph random_pointwise_egraph(uint32_t seed, std::vector<EClassId>& cls) {
+  std::mt19937 rng(seed);
+  EGraph g;
+  cls = scalar_inputs(g, 4);
+  const Op ops[] = {Op::Add, Op::Mul, Op::Neg, Op::Exp};
+  while (cls.size() < 150) {
+    Op op = ops[rng() % 4];
+    std::vector<EClassId> kids;
+    for (int k = 0; k < op_info(op).arity; ++k) kids.push_back(cls[rng() % cls.size()]);
+    cls.push_back(g.add(op, attrs_none(), kids));
+  }
+  for (int u = 0; u < 20; ++u) g.merge(cls[rng() % cls.size()], cls[rng() % cls.size()]);
+  g.rebuild();
+  return g;
+}
+
+TEST(EGraphHashConsing, SmallKeyProbeAgreesWithTheGeneralOne) {
+  size_t found = 0, absent = 0;
+  for (uint32_t seed = 1; seed <= 10; ++seed) {
+    std::vector<EClassId> cls;
+    EGraph g = random_pointwise_egraph(seed, cls);
+    std::mt19937 rng(seed * 31);
+    std::vector<EClassId> canon = g.classes();
+    // Every live e-node's key, and random keys (mostly absent), both ways.
+    auto check = [&](Op op, std::span<const EClassId> kids) {
+      const uint32_t nk = uint32_t(kids.size());
+      EClassId c0 = nk > 0 ? kids[0] : EClassId(0), c1 = nk > 1 ? kids[1] : EClassId(0);
+      uint64_t h = EGraph::small_hash(EGraph::small_seed(op, nk), nk, c0, c1);
+      ASSERT_EQ(h, g.node_hash(op, attrs_none(), kids));
+      std::optional<EClassId> want = g.lookup(op, attrs_none(), kids);
+      EClassId got = g.lookup_small(h, op, nk, c0, c1);
+      ASSERT_EQ(got.valid(), want.has_value()) << "seed " << seed;
+      if (want) ASSERT_EQ(got, *want);
+      ++(want ? found : absent);
+    };
+    for (EClassId c : canon)
+      for (ENodeId n : g.nodes(c))
+        if (g.op(n) != Op::Input) check(g.op(n), g.children(n));
+    for (int i = 0; i < 300; ++i) {
+      EClassId kids[] = {canon[rng() % canon.size()], canon[rng() % canon.size()]};
+      Op op = rng() % 2 ? Op::Add : Op::Mul;
+      check(op, kids);
+      check(Op::Neg, std::span<const EClassId>(kids, 1));
+    }
+  }
+  EXPECT_GT(found, 1000u);
+  EXPECT_GT(absent, 1000u);
+}
+
+TEST(EGraphClassRecords, MergedAwayRecordsAreReusedAndStartEmpty) {
+  // Every e-node a rule adds starts a class that is usually merged away at
+  // once: records must not pile up, and a reused record must not keep its
+  // previous owner's e-nodes, parents or facts.
+  EGraph g;
+  std::vector<EClassId> leaves = scalar_inputs(g, 3);
+  EClassId sum;
+  {
+    EClassId k[] = {leaves[0], leaves[1]};
+    sum = g.add(Op::Add, attrs_none(), k);
+  }
+  std::vector<EClassId> added;
+  EClassId acc = leaves[2];
+  for (int i = 0; i < 2000; ++i) {
+    EClassId k[] = {acc, leaves[i % 2]};
+    EClassId c = g.add(i % 3 ? Op::Mul : Op::Add, attrs_none(), k);
+    added.push_back(c);
+    if (i % 2 == 0) g.merge(c, sum);  // merged at once: its record is free again
+    acc = c;
+  }
+  // Each add took the record the merge before it gave back.
+  EXPECT_LE(g.class_records(), g.num_classes() + 1);
+  g.rebuild();
+  // Each canonical class holds exactly the live e-nodes whose class it is,
+  // and lists as live parents exactly the live e-nodes with it as a child.
+  std::vector<std::vector<ENodeId>> want_nodes(g.node_capacity()), want_parents(g.node_capacity());
+  for (uint32_t i = 0; i < g.node_capacity(); ++i) {
+    ENodeId n(i);
+    if (!g.live(n)) continue;
+    want_nodes[g.class_of(n).v].push_back(n);
+    for (EClassId ch : g.children(n)) want_parents[g.find(ch).v].push_back(n);
+  }
+  for (EClassId c : g.classes()) {
+    std::vector<ENodeId> nodes(g.nodes(c).begin(), g.nodes(c).end()), parents;
+    for (ENodeId p : g.parents(c))
+      if (g.live(p)) parents.push_back(p);
+    std::sort(nodes.begin(), nodes.end());
+    std::sort(parents.begin(), parents.end());
+    parents.erase(std::unique(parents.begin(), parents.end()), parents.end());
+    std::vector<ENodeId>& wp = want_parents[c.v];
+    std::sort(wp.begin(), wp.end());
+    wp.erase(std::unique(wp.begin(), wp.end()), wp.end());
+    EXPECT_EQ(nodes, want_nodes[c.v]) << "c" << c.v;
+    EXPECT_EQ(parents, wp) << "c" << c.v;
+    for (ENodeId n : nodes) EXPECT_TRUE(g.may_have_op(c, g.op(n)));
+    EXPECT_FALSE(g.data(c).has_value);
   }
 }
 

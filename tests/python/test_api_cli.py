@@ -148,10 +148,12 @@ def test_report_without_entries_or_with_a_corrupt_one_exits_2(tmp_path, capsys):
 
 @needs_emitter
 def test_demo_runs_verifies_and_writes(stand_in, tmp_path, capsys):
-    rc = cli.main(["demo", "-o", str(tmp_path), "-q"])
+    # The stand-in search returns the naive program, emitted on whole tiles:
+    # a short sequence keeps them within Triton's tile limit.
+    rc = cli.main(["demo", "-o", str(tmp_path), "-q", "--seq", "32"])
     out = capsys.readouterr().out
     assert rc == 0
-    assert "naive attention" in out and "checked again on fresh inputs" in out
+    assert "sequence 32" in out and "naive attention" in out and "checked again on fresh inputs" in out
     assert (tmp_path / "attention_kernels.py").exists() and (tmp_path / "attention_kernels.svg").exists()
 
 
@@ -164,3 +166,9 @@ def test_runs_as_a_module():
     assert r.returncode == 0
     for verb in ("optimize", "demo", "report"):
         assert verb in r.stdout
+
+
+def test_demo_rejects_a_bad_sequence_length(capsys):
+    assert cli.main(["demo", "--seq", "0"]) == 2
+    assert "--seq must be positive" in capsys.readouterr().err
+

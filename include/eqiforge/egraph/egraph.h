@@ -77,6 +77,37 @@ class EGraph {
     if (!c.valid()) return std::nullopt;
     return c;
   }
+  // The same probe for a key without attributes and with at most two
+  // children (most keys: its whole key sits in the hash slot), taken apart so
+  // a batched caller hashes, prefetches and probes in a few instructions:
+  // small_seed() once per (op, child count), then small_hash() and
+  // lookup_small() per key. They agree with node_hash() and
+  // lookup_canonical() on such keys (c1, and c0 without children, are 0).
+  static uint64_t small_seed(Op op, uint32_t num_children) {
+    return mix(mix(uint64_t(op) | (uint64_t(num_children) << 8), 0), 0);
+  }
+  static uint64_t small_hash(uint64_t seed, uint32_t num_children, EClassId c0, EClassId c1) {
+    uint64_t h = seed;
+    if (num_children == 2)
+      h = mix(h, uint64_t(c0.v) | (uint64_t(c1.v) << 32));
+    else if (num_children == 1)
+      h = mix(h, c0.v);
+    return finish_hash(h);
+  }
+  // The class of the e-node op(c0, c1) (children as many as small_seed was
+  // given, canonical), or an invalid id.
+  EClassId lookup_small(uint64_t hash, Op op, uint32_t num_children, EClassId c0, EClassId c1) const {
+    const uint32_t id_mask = (1u << kIdBits) - 1;
+    const uint32_t want_hash = (uint32_t(hash) << 2) | (1 + num_children);
+    const uint32_t want_op = uint32_t(op) << kIdBits;
+    const size_t mask = memo_.size() - 1;
+    for (size_t i = memo_home(want_hash, mask);; i = (i + 1) & mask) {
+      const MemoSlot& s = memo_[i];
+      if (s.id_op == 0) return EClassId();
+      if (s.hash == want_hash && (s.id_op & ~id_mask) == want_op && s.c0 == c0.v && s.c1 == c1.v)
+        return EClassId((s.id_op & id_mask) - 1);
+    }
+  }
   // add() for a node already typed: children canonical, `hash` from
   // node_hash(), `data` what analysis().make() gave for the children's
   // current data. Finds the equal e-node if there is one (an earlier add may
@@ -116,22 +147,28 @@ class EGraph {
 
   size_t num_classes() const { return num_classes_; }
   size_t num_nodes() const { return num_live_nodes_; }
+  // Class records allocated: the live classes' and those freed by merges and
+  // not yet taken again (merge gives a record back, add takes one).
+  size_t class_records() const { return classes_.size() - 1; }
   // Canonical class ids in increasing order.
   std::vector<EClassId> classes() const;
   // A canonical class's e-nodes, in stamp order. Valid when clean().
-  std::span<const ENodeId> nodes(EClassId c) const { return classes_[c.v].nodes.span(); }
+  std::span<const ENodeId> nodes(EClassId c) const { return rec(c).nodes.span(); }
   // E-nodes that have `c` as a child (may repeat; may hold dead nodes).
-  std::span<const ENodeId> parents(EClassId c) const { return classes_[c.v].parents.span(); }
-  const ClassData& data(EClassId c) const { return classes_[find(c).v].data; }
+  std::span<const ENodeId> parents(EClassId c) const { return rec(c).parents.span(); }
+  const ClassData& data(EClassId c) const { return rec(find(c)).data; }
   // Whether canonical class c may hold an e-node of `op` (a false yes is
   // possible, a false no is not): the matcher skips a child class without
   // scanning it when the pattern's op cannot be there.
-  bool may_have_op(EClassId c, Op op) const { return (classes_[c.v].op_mask & op_bit(op)) != 0; }
+  bool may_have_op(EClassId c, Op op) const { return (rec(c).op_mask & op_bit(op)) != 0; }
   TypeId type(EClassId c) const { return data(c).type; }
   // The class's data as text ("f32[m k]", "literal = 2").
   std::string data_text(EClassId c) const { return analysis_->data_text(*this, data(c)); }
 
   size_t node_capacity() const { return nodes_.size(); }  // every ENodeId is below this
+  // Asks for an e-node's record ahead of reading it: the matcher walks lists
+  // of e-node ids whose records lie anywhere in the arena.
+  void prefetch_node(ENodeId n) const { __builtin_prefetch(&nodes_[n.v]); }
   bool live(ENodeId n) const { return !nodes_[n.v].dead; }
   Op op(ENodeId n) const { return nodes_[n.v].op; }
   const Attrs& attrs(ENodeId n) const { return nodes_[n.v].attrs; }
@@ -265,11 +302,15 @@ class EGraph {
     IdList parents;
     uint64_t op_mask = 0;  // op_bit() of every e-node it has held (merges OR them)
     ClassData data;
-    bool dirty = false;  // needs its lists cleaned at the end of rebuild()
   };
 
   static uint64_t mix(uint64_t h, uint64_t v) {
     h = (h ^ v) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 32);
+  }
+  static uint64_t finish_hash(uint64_t h) {
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
     return h ^ (h >> 32);
   }
   uint64_t hash_node(Op op, const Attrs& attrs, std::span<const EClassId> children) const;
@@ -301,7 +342,20 @@ class EGraph {
   HugeVector<OriginId> node_origin_;
   size_t num_live_nodes_ = 0;
 
-  std::vector<ClassRec> classes_;  // indexed by class id; non-canonical ones are empty
+  // Class records live in a pool indexed through class_slot_: a class merged
+  // away gives its record back (free_slots_) and its id maps to slot 0, an
+  // empty record no class owns. Every e-node a rule adds starts a class, and
+  // most of those are merged away at once: the pool stays as small as the
+  // live classes (and warm in the cache), while ids keep counting up.
+  // The top bit of a class's slot word marks it dirty (its lists need
+  // cleaning at the end of rebuild()): rebuild marks the classes of every
+  // e-node it touches, and the flag next to the slot costs no second miss.
+  static constexpr uint32_t kDirty = 1u << 31;
+  std::vector<ClassRec> classes_{1};  // the pool; [0] is the empty record
+  std::vector<uint32_t> class_slot_;  // class id -> pool slot (0: not canonical) | kDirty
+  std::vector<uint32_t> free_slots_;
+  ClassRec& rec(EClassId c) { return classes_[class_slot_[c.v] & ~kDirty]; }
+  const ClassRec& rec(EClassId c) const { return classes_[class_slot_[c.v] & ~kDirty]; }
   std::vector<uint32_t> uf_parent_;
   size_t num_classes_ = 0;
 
@@ -342,6 +396,32 @@ class EGraph {
   uint32_t clock_ = 1;
 
   std::vector<ClassData> scratch_data_;
+
+ public:
+  // Bytes the e-graph holds, for a memory cap (Runner::with_memory_limit):
+  // its flat arrays by capacity (what is allocated, not what is used), and
+  // the classes' e-node and parent lists estimated from the node count (one
+  // list entry per e-node and per child slot, with the lists' doubling
+  // slack). O(1). With `next_growth`, an array within 1/16 of its capacity
+  // (the hash-consing table: of its growth threshold) is counted at the size
+  // its next growth gives it: a cap compared with that between batches of
+  // additions is not passed by the growth. Not counted: the analysis' own
+  // tables (interned types) and the old buffer an array copies from while it
+  // grows.
+  size_t memory_bytes(bool next_growth = false) const {
+    auto held = [next_growth](const auto& v) {
+      size_t cap = v.capacity();
+      if (next_growth && v.size() + cap / 16 >= cap) cap *= 2;
+      return cap * sizeof(v[0]);
+    };
+    size_t memo = memo_.size() * sizeof(MemoSlot);
+    if (next_growth && (memo_size_ + memo_.size() / 16) * 4 > memo_.size() * 3) memo *= 2;  // memo_grow's load
+    const size_t list_entries = nodes_.size() * 3 + child_pool_.size();
+    return held(nodes_) + held(child_pool_) + held(node_class_) + held(node_origin_) + held(classes_) +
+           held(class_slot_) + held(free_slots_) + held(uf_parent_) + memo + held(pending_) +
+           held(analysis_pending_) + held(op_nodes_) + held(dirty_classes_) + held(scratch_data_) +
+           list_entries * sizeof(ENodeId) * 3 / 2;
+  }
 };
 
 // ---- hash-consing, inline --------------------------------------------------------------
@@ -357,9 +437,7 @@ inline uint64_t EGraph::hash_node(Op op, const Attrs& attrs, std::span<const ECl
   for (; i + 1 < children.size(); i += 2)
     h = mix(h, uint64_t(children[i].v) | (uint64_t(children[i + 1].v) << 32));
   if (i < children.size()) h = mix(h, children[i].v);
-  h ^= h >> 29;
-  h *= 0xbf58476d1ce4e5b9ull;
-  return h ^ (h >> 32);
+  return finish_hash(h);
 }
 
 inline bool EGraph::node_equals(ENodeId n, Op op, const Attrs& attrs, std::span<const EClassId> children) const {

@@ -185,6 +185,7 @@ class RhsBuilder {
 
   std::vector<EClassId> batch_cls_;  // kFilterBatch x rhs nodes
   uint64_t batch_hash_[kFilterBatch];
+  EClassId batch_kid_[2][kFilterBatch];  // a small key's children (EGraph::lookup_small)
   bool found_[kFilterBatch];
   std::vector<EClassId> cls_;
   std::vector<ClassData> data_;

@@ -21,6 +21,14 @@
 // phases; the apply phase also keeps back the time the rebuild it owes is
 // expected to take, so a run with time limit T ends within about T. The
 // defaults are egg's: 30 iterations, 10,000 e-nodes, 5 seconds.
+//
+// A memory cap (with_memory_limit, off by default) is checked where the node
+// limit is, and while a search collects matches, against
+// EGraph::memory_bytes(true) plus the runner's own match buffers: arrays
+// about to grow are counted at their grown size, so a run stops before a
+// growth would pass the cap. It ends at or below the cap (plus what one
+// batch of applications adds), below it by up to half when the e-graph's
+// large arrays are all due to double.
 #pragma once
 
 #include <cstdint>
@@ -35,8 +43,8 @@
 
 namespace eqf {
 
-enum class StopReason { Saturated, IterationLimit, NodeLimit, TimeLimit, ScheduleDone };
-// "saturated", "iteration-limit", "node-limit", "time-limit", "schedule-done"
+enum class StopReason { Saturated, IterationLimit, NodeLimit, TimeLimit, ScheduleDone, MemoryLimit };
+// "saturated", "iteration-limit", "node-limit", "time-limit", "schedule-done", "memory-limit"
 std::string_view stop_reason_name(StopReason r);
 
 struct RuleStats {
@@ -72,6 +80,8 @@ struct RunReport {
   double seconds = 0;
   size_t nodes = 0;
   size_t classes = 0;
+  size_t memory_bytes = 0;       // held by the e-graph and the runner's buffers at the end
+  size_t peak_memory_bytes = 0;  // the most held at the runner's checks (a search's matches included)
   std::vector<RuleStats> rules;
   std::vector<IterationStats> per_iteration;
 
@@ -93,6 +103,9 @@ class Runner {
   Runner& with_iter_limit(int n);
   Runner& with_node_limit(size_t n);
   Runner& with_time_limit(double seconds);
+  // Stops (StopReason::MemoryLimit) before the e-graph and the runner's
+  // buffers would hold more than `bytes`; 0 (the default): no cap.
+  Runner& with_memory_limit(size_t bytes);
   Runner& with_backoff(BackoffOptions b);
   Runner& with_simple_scheduler();  // no backoff: every match is applied
   // Adds a named rule set (appending if the name exists).

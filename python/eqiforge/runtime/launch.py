@@ -44,6 +44,19 @@ class BindingError(TypeError):
     """A call whose arguments do not match the program that was optimized."""
 
 
+# The IR's one integer type is i32 (the front end maps every integer dtype to
+# it): integer inputs of other dtypes are converted for the module, and int64
+# values past int32's range are refused rather than wrapped.
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _module_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype the emitted module takes for a tensor of `dtype`."""
+    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+        return dtype
+    return torch.int32
+
+
 class Binding:
     """Arguments → module inputs and module outputs → the user's results, from
     the front end's description of the program (``FrontendResult``)."""
@@ -71,8 +84,15 @@ class Binding:
                 t = state[info.source] if info.source in state else graph.program.state_dict[info.source]
             else:
                 t = graph.program.constants[info.source]
-            self._plan.append(("bound", t.detach().reshape(info.ir_shape), tuple(info.ir_shape)))
+            t = t.detach().reshape(info.ir_shape)
+            if t.dtype != _module_dtype(t.dtype):  # an integer parameter or constant, converted once
+                t = t.to(_module_dtype(t.dtype))
+            self._plan.append(("bound", t, tuple(info.ir_shape)))
         self._arg_shapes = {i.source: (tuple(i.shape), i.dtype) for i in self.inputs if i.kind == "arg"}
+        self._arg_names = {i.source: i.name for i in self.inputs if i.kind == "arg"}
+        # The device the program was optimized for: that of the first
+        # arguments checked (optimize checks its example inputs first).
+        self.device: torch.device | None = None
 
     def check_args(self, args: tuple) -> None:
         if len(args) != self.num_args:
@@ -91,6 +111,17 @@ class Binding:
                     f"{self.name}: argument {index} is {got}, but the program was optimized for {shape} {dtype}; "
                     "optimize again for other shapes"
                 )
+            name = f"argument {index} ({self._arg_names[index]})"
+            if t.device.type == "meta":
+                raise BindingError(f"{self.name}: {name} is on the meta device: it has no values to compute with")
+            if self.device is None:
+                self.device = t.device
+            elif t.device != self.device:
+                raise BindingError(f"{self.name}: {name} is on {t.device}, but the program was optimized for "
+                                   f"{self.device}; move it there or optimize again for {t.device}")
+            if t.dtype == torch.int64 and t.numel() and (int(t.min()) < _I32_MIN or int(t.max()) > _I32_MAX):
+                raise BindingError(f"{self.name}: {name} holds int64 values outside the range of int32, which "
+                                   "the optimized program computes integers in")
 
     def bound_mask(self) -> list[bool]:
         """Per module input: whether it is the same tensor on every call."""
@@ -100,7 +131,11 @@ class Binding:
         """The emitted module's inputs for a call (checked by check_args first)."""
         out = []
         for kind, src, ir_shape in self._plan:
-            out.append(args[src].reshape(ir_shape) if kind == "arg" else src)
+            if kind != "arg":
+                out.append(src)
+                continue
+            t = args[src].reshape(ir_shape)
+            out.append(t if t.dtype == _module_dtype(t.dtype) else t.to(_module_dtype(t.dtype)))
         return out
 
     def user_outputs(self, values) -> Any:

@@ -32,14 +32,45 @@ def source_hash(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()
 
 
-def _module_dir(directory: Path | None) -> Path:
+def _temp_dir() -> Path:
     global _TEMP_DIR
-    if directory is not None:
-        directory.mkdir(parents=True, exist_ok=True)
-        return directory
     if _TEMP_DIR is None:
         _TEMP_DIR = tempfile.TemporaryDirectory(prefix="eqiforge-kernels-")
     return Path(_TEMP_DIR.name)
+
+
+def _write_module(folder: Path, name: str, source: str) -> Path:
+    """The module file `name` in `folder` holding `source`, written
+    atomically if missing or different (another process may be writing the
+    same file: the name is the source's hash, so both write the same text)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    if not path.exists() or path.read_bytes() != source.encode():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        try:
+            tmp.write_text(source)
+            os.replace(tmp, path)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+    return path
+
+
+def _module_file(directory: Path | None, name: str, source: str) -> Path:
+    """The module file in `directory` (the cache's), or in a temporary
+    folder when there is none or it cannot be written: a cache folder that is
+    read-only, full or a file costs the cache, not the result."""
+    if directory is not None:
+        try:
+            return _write_module(directory, name, source)
+        except OSError as e:
+            import warnings
+
+            from .cache import CacheWarning
+
+            warnings.warn(f"eqiforge cache: could not write kernel module {directory / name} ({e}); "
+                          "using a temporary folder", CacheWarning, stacklevel=4)
+    return _write_module(_temp_dir(), name, source)
 
 
 def kernels_of(module: types.ModuleType) -> dict[str, object]:
@@ -127,12 +158,7 @@ def load_module(source: str, interpret: bool, directory: Path | None = None) -> 
         loaded = _LOADED.get((digest, interpret))
         if loaded is not None:
             return loaded
-        folder = _module_dir(directory)
-        path = folder / f"eqf_{digest[:24]}.py"
-        if not path.exists() or path.read_text() != source:
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(source)
-            os.replace(tmp, path)
+        path = _module_file(directory, f"eqf_{digest[:24]}.py", source)
         name = f"eqiforge_kernels_{digest[:24]}_{'interp' if interpret else 'gpu'}"
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)

@@ -133,8 +133,8 @@ def has_emission() -> bool:
     return "emit" in _cli_verbs()[1]
 
 
-def _run_cli(args: list[str], what: str) -> str:
-    r = subprocess.run(args, capture_output=True, text=True)
+def _run_cli(args: list[str], what: str, cwd: str | None = None) -> str:
+    r = subprocess.run(args, capture_output=True, text=True, cwd=cwd)
     if r.returncode != 0:
         message = r.stderr.strip() or r.stdout.strip() or f"exit status {r.returncode}"
         if r.returncode == 2:  # bad input: an eqf::Error with its position
@@ -146,7 +146,8 @@ def _run_cli(args: list[str], what: str) -> str:
 # ---- search + extraction ------------------------------------------------------------
 
 # Search limits the user can set, with the CLI option that carries each.
-_LIMITS = {"node_limit": "--node-limit", "search_time_s": "--sat-time-limit", "extract_time_s": "--time-limit"}
+_LIMITS = {"node_limit": "--node-limit", "search_time_s": "--sat-time-limit", "extract_time_s": "--time-limit",
+           "memory_limit_mb": "--memory-limit"}
 
 
 def find_candidates(ir_text: str, options: Options, target: str, file: str = "<program>") -> SearchResult:
@@ -200,6 +201,11 @@ def parse_search_result(raw: dict) -> SearchResult:
             )
         )
     stats = {k: v for k, v in raw.items() if k != "candidates" and isinstance(v, (int, float, str))}
+    egraph = raw.get("egraph")
+    if isinstance(egraph, dict) and isinstance(egraph.get("stop"), str):
+        # Why saturation ended (a node, time or memory limit, or saturated):
+        # extraction ran on the e-graph as it was then.
+        stats["saturation_stop"] = egraph["stop"]
     return SearchResult(candidates, stats)
 
 
@@ -217,7 +223,12 @@ def emit_module(program_text: str, source: str = "", file: str = "<candidate>") 
         src = src.with_suffix(".eqf")
         src.write_text(program_text)
         out = Path(tmp) / "kernels.py"
-        _run_cli([path, "emit", str(src), "-o", str(out)], "eqiforge-opt emit")
+        # Run in the temporary folder with a relative path: the module's
+        # docstring names the file it was emitted from, and a temporary
+        # folder's name would make the same candidate emit different text on
+        # every run (a new module file, a new import, no reproducible output).
+        exe = os.path.abspath(path) if os.sep in path else path  # a relative $EQIFORGE_OPT, from here
+        _run_cli([exe, "emit", src.name, "-o", out.name], "eqiforge-opt emit", cwd=tmp)
         return out.read_text()
 
 
