@@ -121,8 +121,13 @@ double CostGuide::elements(const TensorType& t) const {
 double CostGuide::min_elements(const TensorType& t, double block_floor) const {
   double n = 1;
   for (Symbol d : t.dims) {
-    bool blocked = std::any_of(t.delta.begin(), t.delta.end(), [&](const AxisState& as) { return blocks(as, d); });
-    n *= blocked ? std::min(block_floor, extent(d)) : extent(d);
+    bool blocked = false, unit = false;
+    for (const AxisState& as : t.delta)
+      if (blocks(as, d)) {
+        blocked = true;
+        unit = unit || unit_axes_.count(as.axis) > 0;  // fixed to 1, not padded to a dot
+      }
+    n *= unit ? 1 : blocked ? std::min(block_floor, extent(d)) : extent(d);
   }
   return n;
 }

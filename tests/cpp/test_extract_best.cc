@@ -145,8 +145,8 @@ TEST(ExtractBestFirst, ATileRecomputedByEveryProgramIsPricedSo) {
 // candidate has, since lowering fixes tile_matmul's batch axes to 1 -- and
 // the fused kernel's partial programs stayed behind hundreds of three-pass
 // ones.
-TEST(ExtractBestFirst, CausalPrefillFindsTheRollingSoftmax) {
-  Saturated s("examples/workloads/attention_prefill.eqf");
+void expect_rolling_softmax_first(const std::string& text, const std::set<std::string>& flash_grid) {
+  Saturated s(text, "attention_prefill.eqf");
   ExtractResult r = best_first(s, 256);
   ASSERT_FALSE(r.candidates.empty());
   const Candidate& best = r.candidates[0];
@@ -162,9 +162,22 @@ TEST(ExtractBestFirst, CausalPrefillFindsTheRollingSoftmax) {
     if (lp.kernels.size() != 1 || lp.kernels[0].loops.size() != 1) continue;
     std::set<std::string> grid;
     for (Axis a : lp.kernels[0].grid) grid.insert(a.name());
-    flash = flash || grid == std::set<std::string>{"h.0", "s.0"};
+    flash = flash || grid == flash_grid;
   }
   EXPECT_TRUE(flash);
+}
+
+TEST(ExtractBestFirst, CausalPrefillFindsTheRollingSoftmax) {
+  expect_rolling_softmax_first(testing::read_text("examples/workloads/attention_prefill.eqf"), {"h.0", "s.0"});
+}
+
+// At batch 4 the batch dim is a grid axis too. The guide once padded it,
+// like a dot's dims, to the smallest dot (16 batches of q and k tiles in
+// shared memory: no block sizes fit) and priced FlashAttention +inf.
+TEST(ExtractBestFirst, CausalPrefillAtBatchFourFindsTheRollingSoftmax) {
+  std::string text = testing::replace_all(testing::read_text("examples/workloads/attention_prefill.eqf"), "(b 1)",
+                                          "(b 4)");
+  expect_rolling_softmax_first(text, {"b.0", "h.0", "s.0"});
 }
 
 TEST(ExtractBestFirst, NeedsACostModel) {
