@@ -7,6 +7,7 @@
 #include <iterator>
 #include <string>
 
+#include "eqiforge/egraph/ac_workload.h"
 #include "eqiforge/egraph/dot.h"
 #include "eqiforge/egraph/egraph.h"
 #include "eqiforge/egraph/program_io.h"
@@ -89,21 +90,9 @@ int verb_saturate(const Args& args) {
 int verb_bench_egraph(const Args& args) {
   if (!args.has("--ac")) throw UsageError("bench-egraph needs --ac N (the number of leaves)");
   const int n = int(args.integer("--ac", 0, 2, 24));
-  // add(...add(add(x0, x1), x2)..., x{n-1}) over scalar f32 inputs, typed by
-  // the real analysis.
+  // Typed by the real analysis.
   EGraph g;
-  EClassId acc;
-  for (int i = 0; i < n; ++i) {
-    Symbol name = Symbol::intern("x" + std::to_string(i));
-    g.declare_input(InputDecl{name, DType::F32, {}, NodeId{}, {}});
-    EClassId leaf = g.add(Op::Input, {name.raw(), 0, 0}, {});
-    if (i == 0) {
-      acc = leaf;
-      continue;
-    }
-    EClassId kids[] = {acc, leaf};
-    acc = g.add(Op::Add, attrs_none(), kids);
-  }
+  add_left_sum(g, n);
   Runner runner(g);
   configure(runner, args, int64_t(1) << 40);
   runner.with_rules("ac", rule_set("ac"));

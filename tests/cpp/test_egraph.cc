@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "eqiforge/egraph/dot.h"
+#include "eqiforge/egraph/ac_workload.h"
 #include "eqiforge/egraph/egraph.h"
 #include "eqiforge/egraph/program_io.h"
 #include "eqiforge/egraph/runner.h"
@@ -31,16 +32,6 @@ std::vector<EClassId> scalar_inputs(EGraph& g, int n) {
     out.push_back(g.add(Op::Input, {name.raw(), 0, 0}, {}));
   }
   return out;
-}
-
-// add(...add(add(x0, x1), x2)..., x{n-1})
-EClassId left_sum(EGraph& g, const std::vector<EClassId>& leaves) {
-  EClassId acc = leaves[0];
-  for (size_t i = 1; i < leaves.size(); ++i) {
-    EClassId kids[] = {acc, leaves[i]};
-    acc = g.add(Op::Add, attrs_none(), kids);
-  }
-  return acc;
 }
 
 std::vector<Rewrite> ac_add_rules() {
@@ -264,7 +255,7 @@ uint64_t ipow(uint64_t b, int e) {
 TEST(EGraphAC, SumOfNLeavesSaturatesToTheClosedFormCounts) {
   for (int n = 3; n <= 10; ++n) {
     EGraph g;
-    left_sum(g, scalar_inputs(g, n));
+    add_left_sum(g, n);
     Runner runner(g);
     runner.with_rules("ac", ac_add_rules())
         .with_node_limit(10'000'000)
@@ -283,7 +274,7 @@ TEST(EGraphAC, SumOfNLeavesSaturatesToTheClosedFormCounts) {
 TEST(EGraphAC, BackoffBansExplosiveRulesAndStillSaturates) {
   const int n = 7;
   EGraph g;
-  left_sum(g, scalar_inputs(g, n));
+  add_left_sum(g, n);
   Runner runner(g);
   BackoffOptions b;
   b.match_limit = 8;
@@ -325,8 +316,8 @@ TEST(EGraphDeterminism, TwoRunsGiveIdenticalDumps) {
   EXPECT_GT(a.size(), 1000u);
   EXPECT_EQ(a, b);
   EGraph g1, g2;
-  left_sum(g1, scalar_inputs(g1, 6));
-  left_sum(g2, scalar_inputs(g2, 6));
+  add_left_sum(g1, 6);
+  add_left_sum(g2, 6);
   Runner(g1).with_rules("ac", rule_set("ac")).run();
   Runner(g2).with_rules("ac", rule_set("ac")).run();
   EXPECT_EQ(g1.dump(), g2.dump());
@@ -338,7 +329,7 @@ TEST(EGraphLimits, TimeLimitIsRespectedWithinTenPercent) {
   // AC over 16 leaves has 43 million e-nodes: no run finishes it in time.
   for (double limit : {0.4, 1.0}) {
     EGraph g;
-    left_sum(g, scalar_inputs(g, 16));
+    add_left_sum(g, 16);
     Runner runner(g);
     runner.with_rules("ac", ac_add_rules())
         .with_simple_scheduler()
@@ -357,7 +348,7 @@ TEST(EGraphLimits, TimeLimitIsRespectedWithinTenPercent) {
 TEST(EGraphLimits, NodeAndIterationLimits) {
   {
     EGraph g;
-    left_sum(g, scalar_inputs(g, 10));
+    add_left_sum(g, 10);
     Runner runner(g);
     RunReport r = runner.with_rules("ac", ac_add_rules()).with_node_limit(1000).with_iter_limit(1000).run();
     EXPECT_EQ(r.stop, StopReason::NodeLimit);
@@ -368,7 +359,7 @@ TEST(EGraphLimits, NodeAndIterationLimits) {
   }
   {
     EGraph g;
-    left_sum(g, scalar_inputs(g, 10));
+    add_left_sum(g, 10);
     Runner runner(g);
     RunReport r = runner.with_rules("ac", ac_add_rules()).with_node_limit(1'000'000).with_iter_limit(3).run();
     EXPECT_EQ(r.stop, StopReason::IterationLimit);
@@ -387,7 +378,7 @@ TEST(EGraphSchedule, ParsesPrintsAndRuns) {
   EXPECT_THROW(Schedule::parse("(forever (run a))"), Error);
 
   EGraph g;
-  left_sum(g, scalar_inputs(g, 5));
+  add_left_sum(g, 5);
   Runner runner(g);
   runner.with_rules("comm", {rewrite("comm-add", "(add ?a ?b)", "(add ?b ?a)")})
       .with_rules("assoc", {rewrite("assoc-add", "(add ?a (add ?b ?c))", "(add (add ?a ?b) ?c)")})
@@ -434,7 +425,7 @@ TEST(EGraphAnalysis, MergeOfDifferentTypesNamesTheRule) {
 
 TEST(EGraphAnalysis, IllTypedRightSidesAreRejectedAndAddNothing) {
   EGraph g;
-  EClassId s = left_sum(g, scalar_inputs(g, 2));
+  EClassId s = add_left_sum(g, 2);
   (void)s;
   size_t nodes = g.num_nodes();
   Runner runner(g);
@@ -473,7 +464,7 @@ TEST(EGraphAnalysis, UndeclaredInputsAreRefused) {
 
 TEST(EGraphProvenance, NodesRememberTheRuleThatCreatedThem) {
   EGraph g;
-  EClassId root = left_sum(g, scalar_inputs(g, 3));
+  EClassId root = add_left_sum(g, 3);
   Runner(g).with_rules("ac", ac_add_rules()).run();
   size_t from_input = 0, from_comm = 0, from_assoc = 0;
   for (EClassId c : g.classes())

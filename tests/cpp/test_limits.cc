@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "eqiforge/egraph/ac_workload.h"
 #include "eqiforge/egraph/egraph.h"
 #include "eqiforge/egraph/program_io.h"
 #include "eqiforge/egraph/runner.h"
@@ -45,23 +46,6 @@ std::vector<std::string> bundled_programs() {
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-// Scalar f32 inputs x0..x{n-1} summed left to right; with commutativity and
-// associativity the e-graph grows without bound for n >= 12 (2^n classes).
-void ac_program(EGraph& g, int n) {
-  EClassId acc;
-  for (int i = 0; i < n; ++i) {
-    Symbol name = Symbol::intern("x" + std::to_string(i));
-    g.declare_input(InputDecl{name, DType::F32, {}, NodeId{}, {}});
-    EClassId leaf = g.add(Op::Input, {name.raw(), 0, 0}, {});
-    if (i == 0) {
-      acc = leaf;
-      continue;
-    }
-    EClassId kids[] = {acc, leaf};
-    acc = g.add(Op::Add, attrs_none(), kids);
-  }
 }
 
 std::vector<Rewrite> ac_rules() {
@@ -169,7 +153,7 @@ TEST(MemoryLimit, StopsWithinTenPercentOfTheCap) {
     const size_t cap = cap_mib * kMiB;
     const size_t heap_before = heap_in_use();
     EGraph g;
-    ac_program(g, 16);  // 43 million e-nodes when saturated: the cap is what stops it
+    add_left_sum(g, 16);  // 43 million e-nodes when saturated: the cap is what stops it
     Runner runner(g);
     runner.with_rules("ac", ac_rules())
         .with_simple_scheduler()
@@ -234,7 +218,7 @@ TEST(MemoryLimit, MemoryBytesTracksTheHeap) {
     size_t estimate = 0, heap = 0, nodes = 0;
     {
       EGraph g;
-      ac_program(g, leaves);
+      add_left_sum(g, leaves);
       Runner(g)
           .with_rules("ac", ac_rules())
           .with_node_limit(size_t(1) << 40)
@@ -256,7 +240,7 @@ TEST(MemoryLimit, MemoryBytesTracksTheHeap) {
 TEST(MemoryLimit, NoCapByDefaultAndZeroMeansNone) {
   for (size_t cap : {size_t(0), size_t(1) << 40}) {
     EGraph g;
-    ac_program(g, 8);
+    add_left_sum(g, 8);
     Runner runner(g);
     runner.with_rules("ac", ac_rules()).with_node_limit(size_t(1) << 40).with_time_limit(600).with_iter_limit(1000);
     if (cap) runner.with_memory_limit(cap);
