@@ -101,11 +101,10 @@ bool is_boolean(const Program& p, NodeId n) {
   return !t.is_tuple && t.tensor().dtype == DType::Bool;
 }
 
-// A 0/1 value: a boolean, or a boolean cast to a number.
-std::optional<NodeId> as_boolean(const Program& p, NodeId n) {
-  if (is_boolean(p, n)) return n;
-  if (p.node(n).op == Op::Cast && is_boolean(p, p.children(n)[0])) return p.children(n)[0];
-  return std::nullopt;
+// A 0/1 value: a boolean, or a boolean cast to a number (conjuncts reads
+// through the cast).
+bool zero_or_one(const Program& p, NodeId n) {
+  return is_boolean(p, n) || (p.node(n).op == Op::Cast && is_boolean(p, p.children(n)[0]));
 }
 
 // The predicates a boolean node asserts (a conjunction), as `a - b cmp 0`;
@@ -122,8 +121,7 @@ bool conjuncts(const Program& p, NodeId n, std::vector<std::pair<IndexPredicate:
     // eq(b, 0) of a 0/1 value b is "not b".
     for (int i = 0; i < 2; ++i) {
       std::optional<double> zero = literal_value(p, kids[size_t(1 - i)]);
-      std::optional<NodeId> b = as_boolean(p, kids[size_t(i)]);
-      if (zero && *zero == 0 && b) return conjuncts(p, *b, out, !negate);
+      if (zero && *zero == 0 && zero_or_one(p, kids[size_t(i)])) return conjuncts(p, kids[size_t(i)], out, !negate);
     }
   }
   IndexPredicate::Cmp cmp;
