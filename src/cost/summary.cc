@@ -9,6 +9,12 @@
 namespace eqf::cost {
 namespace {
 
+// Whether kernel k runs over axis a: on its grid or in one of its loops.
+bool runs_over(const Kernel& k, Axis a) {
+  return std::find(k.grid.begin(), k.grid.end(), a) != k.grid.end() ||
+         std::any_of(k.loops.begin(), k.loops.end(), [&](const Loop& l) { return l.axis == a; });
+}
+
 class Compiler {
  public:
   Compiler(const Program& p, const LoweredProgram& lp) : p_(p), lp_(lp) {}
@@ -169,7 +175,10 @@ class Compiler {
           row.dtype_bytes = dtype_bytes(lp_.buffers[size_t(buffer)].dtype);
         }
         row.tile = tile_of(t.parts[i]);
-        for (Axis a : ld.replicated_over) row.replicated.push_back(axis(a));
+        // Only the kernel's own axes read again: a value replicated over an
+        // axis this kernel neither runs on its grid nor loops over is read once.
+        for (Axis a : ld.replicated_over)
+          if (runs_over(k, a)) row.replicated.push_back(axis(a));
         if (ld.buffer >= 0 && ld.views.empty()) {
           const std::vector<Symbol>& layout = lp_.buffers[size_t(ld.buffer + (t.is_tuple ? int(i) : 0))].layout;
           if (!layout.empty())

@@ -159,15 +159,26 @@ class Enumerator {
     if (opt_.order == ExtractOrder::BestFirst) {
       // One pass per pricing, each with its share of the time; a candidate
       // an earlier pass found is not built again.
-      constexpr GuidePricing kPricings[] = {GuidePricing::Tree, GuidePricing::Shared};
-      for (GuidePricing pricing : kPricings) {
-        guide_.emplace(g_, table_, opt_.cost->target(), pricing);
+      constexpr std::pair<GuidePricing, KernelWeight> kPasses[] = {
+          {GuidePricing::Tree, KernelWeight::Inherited},
+          {GuidePricing::Shared, KernelWeight::Inherited},
+          {GuidePricing::Shared, KernelWeight::Own},
+      };
+      for (auto [pricing, kernel_weight] : kPasses) {
+        // The pass with kernels at their own weight complements the others:
+        // it gets at most as many states as they took together (and a
+        // floor), so that it cannot dominate the search where its pricing
+        // reaches feasible candidates slowly.
+        pass_states_ = kernel_weight == KernelWeight::Own
+                           ? std::max<uint64_t>(out_.stats.states_expanded, kMinComplementStates)
+                           : std::numeric_limits<uint64_t>::max();
+        guide_.emplace(g_, table_, opt_.cost->target(), pricing, kernel_weight);
         filler_.set_guide(&*guide_);
         seen_.clear();
         after_keys_.clear();
         best_ = {};
         feasible_found_ = 0;
-        time_share_ = opt_.time_limit_s / double(std::size(kPricings));
+        time_share_ = opt_.time_limit_s / double(std::size(kPasses));
         enumerate(Clock::now());
         for (const Candidate& c : out_.candidates) found_.insert(c.key);
       }
@@ -230,6 +241,7 @@ class Enumerator {
         }
         continue;
       }
+      if (st.states_expanded - states_before >= pass_states_) break;  // the pass's share, not a limit
       if (st.states_expanded - states_before >= opt_.max_states) {
         st.limit_hit = true;
         st.limit = "states";
@@ -267,7 +279,7 @@ class Enumerator {
         }
         double price = 0;
         if (guide_) {
-          child.spent += hole.weight * guide_->price(c, i);
+          child.spent += guide_->filling_weight(hole.weight, o) * guide_->price(c, i);
           price = guide_->partial_price(child);
           // Some tile of it fits no block sizes: never feasible.
           if (price == std::numeric_limits<double>::infinity()) {
@@ -338,6 +350,8 @@ class Enumerator {
   OptionTable table_;
   Filler filler_;
   std::optional<CostGuide> guide_;  // best-first order only: the pass's pricing
+  static constexpr uint64_t kMinComplementStates = 20000;
+  uint64_t pass_states_ = std::numeric_limits<uint64_t>::max();  // this pass's share of states
   std::unordered_set<uint64_t> found_;  // keys of the candidates of earlier passes
   double time_share_ = 0;             // this pass's time limit
   size_t feasible_found_ = 0;

@@ -20,8 +20,14 @@ constexpr uint32_t kNoOption = 0xFFFFFFFFu;
 
 }  // namespace
 
-CostGuide::CostGuide(const EGraph& g, OptionTable& table, const Target& target, GuidePricing pricing)
-    : g_(g), table_(table), target_(target), pricing_(pricing) {
+CostGuide::CostGuide(const EGraph& g, OptionTable& table, const Target& target, GuidePricing pricing,
+                     KernelWeight kernel_weight)
+    : g_(g),
+      table_(table),
+      target_(target),
+      pricing_(pricing),
+      kernel_weight_(kernel_weight),
+      tracks_(kernel_weight == KernelWeight::Own ? kTracks : 1) {
   for (ENodeId n : g_.nodes_with_op(Op::TileMatMul)) {
     std::span<const EClassId> kids = g_.children(n);
     add_tile_matmul_unit_axes(g_.type(kids[0]).get().tensor(), g_.type(kids[1]).get().tensor(),
@@ -32,7 +38,7 @@ CostGuide::CostGuide(const EGraph& g, OptionTable& table, const Target& target, 
 double CostGuide::partial_price(const PartialProgram& s) {
   if (pricing_ == GuidePricing::Shared) return s.spent + remaining(s);
   double p = s.spent;
-  for (const Hole& h : s.holes) p += h.weight * to_go(EClassId(h.cls), h.req);
+  for (const Hole& h : s.holes) p += to_go(EClassId(h.cls), h.req, h.weight);
   return p;
 }
 
@@ -64,11 +70,13 @@ double CostGuide::child_share(EClassId child, double weight) const {
 double CostGuide::slowdown(const Option& kernel_root) const {
   // The most programs the grid can have: blocks of the smallest dot (the
   // cost model may choose blocks that small to fill the SMs).
+  // A unit axis (fixed to 1 by lowering) has one program per index.
   double programs = 1;
   for (uint32_t a : kernel_root.grid_axes) {
     Axis axis = Axis::unpack(a);
     double outer = axis.level == 0 ? extent(axis.dim) : block(Axis{axis.dim, uint8_t(axis.level - 1)});
-    programs *= std::max(1.0, std::ceil(outer / double(target_.min_dot)));
+    double smallest = unit_axes_.count(axis) ? 1 : double(target_.min_dot);
+    programs *= std::max(1.0, std::ceil(outer / smallest));
   }
   double bw = std::min(target_.kernel_bytes_per_s, programs * target_.sm_bytes_per_s);
   return std::max(1.0, target_.kernel_bytes_per_s / bw);
@@ -251,57 +259,91 @@ double CostGuide::price(EClassId c, uint32_t option) {
   return ps[option];
 }
 
-double CostGuide::to_go(EClassId c, uint8_t req) const {
-  size_t i = size_t(g_.find(c).v) * 16 + req;
-  return i < to_go_.size() ? to_go_[i] : kInf;
+const CostGuide::Go* CostGuide::cheapest(EClassId c, uint8_t req, double weight) const {
+  size_t i = (size_t(g_.find(c).v) * 16 + req) * kTracks;
+  if (i >= go_.size()) return nullptr;
+  const Go* best = &go_[i];
+  for (size_t t = 1; t < tracks_; ++t)
+    if (go_[i + t].at(weight) < best->at(weight)) best = &go_[i + t];
+  return best->option == kNoOption ? nullptr : best;
+}
+
+double CostGuide::to_go(EClassId c, uint8_t req, double weight) const {
+  const Go* g = cheapest(c, req, weight);
+  return g ? g->at(weight) : kInf;
 }
 
 void CostGuide::analyze() {
   std::span<const std::pair<EClassId, uint8_t>> pairs = table_.reached();
   size_t classes = 0;
   for (auto [c, r] : pairs) classes = std::max<size_t>(classes, c.v + 1);
-  to_go_.assign(classes * 16, kInf);
-  best_.assign(classes * 16, kNoOption);
+  go_.assign(classes * 16 * kTracks, Go{});
   const bool tuple_max = pricing_ == GuidePricing::Shared;
-  // Bellman-Ford over the pairs: a price only falls, and every filling costs
-  // at least kEpsilon, so the fixpoint is reached after at most as many
-  // rounds as the longest cheapest subprogram is deep. Children are usually
+  // Rounds over the pairs, every track in each, until no choice changes.
+  // Each round chooses afresh from the children's current subprograms: a
+  // child's choice at one weight may become dearer at another, so a price
+  // kept from an earlier round could be too low. Every filling costs at least
+  // kEpsilon, so choices settle after about as many rounds as the deepest
+  // cheapest subprogram; kMaxRounds bounds the rest. Children are usually
   // reached after their parents, so rounds go backwards.
+  constexpr int kMaxRounds = 256;
   bool changed = true;
-  while (changed) {
+  for (int round = 0; changed && round < kMaxRounds; ++round) {
     changed = false;
     for (size_t i = pairs.size(); i-- > 0;) {
       auto [c, r] = pairs[i];
       std::span<const Option> options = table_.options(c);
-      size_t at = size_t(c.v) * 16 + r;
-      double best = to_go_[at];
-      for (uint32_t k = 0; k < options.size(); ++k) {
-        const Option& o = options[k];
-        if (!table_.allowed(c, o, r)) continue;
-        uint8_t cr = table_.child_req(o, r);
-        double total = price(c, k);
-        // No kernel is known here: a replicate of a computed tile is taken to
-        // be over grid axes (recomputed), the dearer case. Replicates over
-        // loop axes are mostly of statistics computed before a loop (a second
-        // pass), rarely the cheap choice anyway; partial programs correct it.
-        const double weight = child_weight(c, o, nullptr);
-        if (tuple_max && o.kind == Option::Kind::Node && o.op == Op::Tuple) {
-          double most = 0;
-          for (EClassId child : o.children) most = std::max(most, to_go(child, cr));
-          total += most;
-        } else {
-          for (EClassId child : o.children) {
-            total += child_share(child, weight) * to_go(child, cr);
-            if (!(total < best)) break;
+      for (size_t track = 0; track < tracks_; ++track) {
+        const double at_weight = kTrackWeights[track];
+        Go best;
+        for (uint32_t k = 0; k < options.size(); ++k) {
+          const Option& o = options[k];
+          if (!table_.allowed(c, o, r)) continue;
+          uint8_t cr = table_.child_req(o, r);
+          // The filling's price scales with its user's weight, unless it is a
+          // kernel of its own (then only what its kernel's weight says).
+          const bool own = own_root(o);
+          Go next{own ? 0 : price(c, k), own ? price(c, k) : 0, k};
+          // No kernel is known here: a replicate of a computed tile is taken to
+          // be over grid axes (recomputed), the dearer case. Replicates over
+          // loop axes are mostly of statistics computed before a loop (a second
+          // pass), rarely the cheap choice anyway; partial programs correct it.
+          const double weight = child_weight(c, o, nullptr);
+          auto add = [&](EClassId child) {
+            double share = child_share(child, weight);
+            // Fixed with own kernel weights: a buffer (computed once), or
+            // anything below a kernel root. Inherited weights scale it all.
+            bool scales = kernel_weight_ == KernelWeight::Inherited || (!own && !table_.facts(child).global);
+            const Go* g = cheapest(child, cr, scales ? at_weight * share : share);
+            if (!g) {
+              next.b = kInf;
+            } else if (scales) {
+              next.a += share * g->a;
+              next.b += g->b;
+            } else {
+              next.b += g->at(share);
+            }
+          };
+          if (tuple_max && o.kind == Option::Kind::Node && o.op == Op::Tuple) {
+            // A tuple costs its dearest part (the parts share their inputs).
+            EClassId dearest = o.children.front();
+            for (EClassId child : o.children)
+              if (to_go(child, cr, at_weight) > to_go(dearest, cr, at_weight)) dearest = child;
+            add(dearest);
+          } else {
+            for (EClassId child : o.children) {
+              add(child);
+              if (!(next.at(at_weight) < best.at(at_weight))) break;
+            }
           }
+          if (next.at(at_weight) < best.at(at_weight)) best = next;
         }
-        if (total < best) {
-          best = total;
-          best_[at] = k;
+        Go& kept = go_[(size_t(c.v) * 16 + r) * kTracks + track];
+        if (best.option != kept.option || best.a != kept.a || best.b != kept.b) {
+          kept = best;
           changed = true;
         }
       }
-      to_go_[at] = best;
     }
   }
 }
@@ -316,16 +358,19 @@ double CostGuide::remaining(const PartialProgram& s) {
     stack_.pop_back();
     if (!seen_.insert((uint64_t(h.cls) << 32) | h.scope).second) continue;
     if (const Filled* f = s.find(h.cls); f && f->scope == h.scope) continue;  // paid for
-    size_t at = size_t(h.cls) * 16 + h.req;
-    if (at >= best_.size() || best_[at] == kNoOption) return kInf;
+    // The subprogram cheapest at this use's weight.
     EClassId c(h.cls);
-    const Option& o = table_.options(c)[best_[at]];
-    total += h.weight * price(c, best_[at]);
+    const Go* go = cheapest(c, h.req, h.weight);
+    if (!go) return kInf;
+    const uint32_t best = go->option;
+    const Option& o = table_.options(c)[best];
+    double used = filling_weight(h.weight, o);
+    total += used * price(c, best);
     uint8_t cr = table_.child_req(o, h.req);
     uint32_t scope = scope_below(c, o, h.scope);
     uint32_t kernel = o.kernel_root ? c.v : h.kernel;
     const std::vector<uint32_t>* child_grid = o.kernel_root ? &o.grid_axes : grid;
-    double weight = h.weight * (child_grid ? child_weight(c, o, child_grid) : 1);
+    double weight = used * (child_grid ? child_weight(c, o, child_grid) : 1);
     for (EClassId k : o.children)
       stack_.push_back(Pending{Hole{k.v, cr, scope, kernel, child_share(k, weight)}, child_grid});
   }

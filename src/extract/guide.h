@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <set>
 #include <span>
 #include <unordered_set>
@@ -61,9 +62,21 @@ namespace eqf::extract {
 //            will cost.
 enum class GuidePricing : uint8_t { Tree, Shared };
 
+// How a kernel below a use at weight w (computed w times per program run:
+// replicated over grid axes, or under a kernel of few programs) is priced:
+//   inherited  w times, as if the user ran it again each time -- pessimistic
+//              for a kernel of its own below a kernel of few programs, such
+//              as flash-decoding's partial states under its merge kernel;
+//   own        once, at the weight of its own grid: kernel formation stores
+//              its result once and the user loads it.
+// Extraction runs passes with both: which candidates each reaches first
+// differs, and the cost model ranks their union.
+enum class KernelWeight : uint8_t { Inherited, Own };
+
 class CostGuide {
  public:
-  CostGuide(const EGraph& g, OptionTable& table, const Target& target, GuidePricing pricing);
+  CostGuide(const EGraph& g, OptionTable& table, const Target& target, GuidePricing pricing,
+            KernelWeight kernel_weight);
 
   // The price of a partial program: what it spent plus its completion.
   double partial_price(const PartialProgram& s);
@@ -87,9 +100,16 @@ class CostGuide {
   // then counts as a grid axis. Partial programs carry the exact weights, for
   // their kernel's grid, in their holes.
   double child_weight(EClassId c, const Option& o, const std::vector<uint32_t>* grid) const;
-  // The cheapest subprogram filling c under requirement req; +inf if none.
-  // A tree price: a class its subprogram reaches twice counts twice.
-  double to_go(EClassId c, uint8_t req) const;
+  // The cheapest subprogram filling c under requirement req, used at
+  // `weight` (how many times the enclosing kernel computes it); +inf if none.
+  // A tree price: a class its subprogram reaches twice counts twice. A
+  // subprogram whose top is a kernel root (a grid chain, a collect) is a
+  // kernel of its own, run once whatever its user's weight: kernel formation
+  // stores its result and the user loads it (with KernelWeight::Own).
+  double to_go(EClassId c, uint8_t req, double weight = 1) const;
+  // The weight a filling of a use at `use_weight` is priced at: 1 for a
+  // kernel root when kernels have their own weight (see KernelWeight).
+  double filling_weight(double use_weight, const Option& o) const { return own_root(o) ? 1 : use_weight; }
 
   // The price of completing s: the holes' cheapest subprograms (the options
   // the fixpoint chose) united, each class counted once per scope it is
@@ -123,10 +143,27 @@ class CostGuide {
   OptionTable& table_;
   const Target& target_;
   GuidePricing pricing_;
+  KernelWeight kernel_weight_;
+  size_t tracks_;  // of kTracks in use: inherited weights scale every price alike, one is enough
   std::set<Axis> unit_axes_;                 // batch axes of the e-graph's tile_matmuls
   std::vector<std::vector<double>> prices_;  // per class, per option; empty until asked
-  std::vector<double> to_go_;                // class * 16 + requirement
-  std::vector<uint32_t> best_;               // the option reaching to_go_, same index
+  // A subprogram's price as a function of the weight w it is used at:
+  // a * w + b. Its fillings within the user's kernel scale with w (a); the
+  // kernels of their own below it, and buffers, do not (b). Which
+  // subprogram is cheapest depends on w -- one with a kernel of its own wins
+  // below a kernel of few programs (a heavy weight), loses at weight 1 -- so
+  // the fixpoint keeps the cheapest at each of kTrackWeights and a use takes
+  // the cheapest of those at its own weight.
+  struct Go {
+    double a = 0, b = std::numeric_limits<double>::infinity();
+    uint32_t option = 0xFFFFFFFFu;
+    double at(double w) const { return a * w + b; }
+  };
+  static constexpr size_t kTracks = 2;
+  static constexpr double kTrackWeights[kTracks] = {1, 32};
+  bool own_root(const Option& o) const { return kernel_weight_ == KernelWeight::Own && o.kernel_root; }
+  const Go* cheapest(EClassId c, uint8_t req, double weight) const;  // null: none
+  std::vector<Go> go_;  // ((class * 16 + requirement) * kTracks + track)
   struct Pending {
     Hole hole;
     const std::vector<uint32_t>* grid;  // its kernel's grid axes (null above every kernel)

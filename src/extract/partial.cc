@@ -32,7 +32,7 @@ Filled* PartialProgram::find(uint32_t cls) {
 void Filler::charge_recompute(PartialProgram& s, EClassId c, uint8_t req, uint32_t first_scope, uint32_t scope,
                               double weight) {
   if (!guide_ || scope == first_scope || table_.facts(c).global || table_.facts(c).literal) return;
-  s.spent += weight * guide_->to_go(c, req);
+  s.spent += guide_->to_go(c, req, weight);
 }
 
 bool Filler::require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope, uint32_t kernel, double weight) {
@@ -94,14 +94,16 @@ bool Filler::fill_first_hole(PartialProgram& s, uint32_t option, double input_by
   s.holes.erase(s.holes.begin());
   auto at = std::lower_bound(s.filled.begin(), s.filled.end(), h.cls,
                              [](const Filled& f, uint32_t cls) { return f.cls < cls; });
-  s.filled.insert(at, Filled{h.cls, option, h.req, h.scope, h.kernel, h.weight});
+  // A kernel root is a kernel of its own, computed once (CostGuide::to_go).
+  const double weight = guide_ ? guide_->filling_weight(h.weight, o) : h.weight;
+  s.filled.insert(at, Filled{h.cls, option, h.req, h.scope, h.kernel, weight});
   s.key = s.key.plus(c, o.canon);
   s.kernels += o.kernel_root ? 1 : 0;
   s.input_bytes += input_bytes;
   uint8_t child = table_.child_req(o, h.req);
   uint32_t child_scope = scope_below(c, o, h.scope);
   uint32_t child_kernel = o.kernel_root ? c.v : h.kernel;
-  double child_weight = h.weight * weight_below(s, c, o, child_kernel);
+  double child_weight = weight * weight_below(s, c, o, child_kernel);
   for (EClassId k : o.children)
     if (!require(s, k, child, child_scope, child_kernel, share(k, child_weight))) return false;
   return true;

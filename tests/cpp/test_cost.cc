@@ -181,6 +181,23 @@ TEST(CostModel, ReReadsOfWhatFitsInL2ComeFromL2) {
   EXPECT_LT(e.kernels[0].memory_s, (x + reads + z) / t.kernel_bytes_per_s);
 }
 
+// A value replicated over an axis its kernel does not run over (n.0 here
+// belongs to the consumer's kernel; the collect kernel's grid is m.0 alone)
+// is read once: its kernel computes it once for every coordinate of n.0.
+// Counted as 64 re-reads, x looked like L2 hits, 1/64 of it from DRAM.
+TEST(CostModel, ReplicationOverAnotherKernelsAxisIsNoReRead) {
+  Program p = parse_and_check(
+      "(program rep (dims (m 65536) (n 4096)) (input x f16 [m]) (input y f16 [n])\n"
+      "  (output z [n] (combine n.0 n (add (partition n.0 n y)\n"
+      "    (sum c_m.0 (collect m.0 (sum m (partition m.0 m (replicate n.0 x)))))))))");
+  LoweredProgram lp = lower_program(p);
+  ASSERT_EQ(lp.kernels.size(), 2u);
+  CostModel cm(h200());
+  ProgramEstimate e = cm.evaluate(p, lp, {{axis("m.0"), 512}, {axis("n.0"), 64}});
+  const double x = 65536.0 * 2;
+  EXPECT_GE(e.kernels[0].memory_s, x / h200().kernel_bytes_per_s);
+}
+
 // The same bytes in tiles of 16 fp16 columns (32-byte rows) or 64 (128-byte
 // rows): short contiguous runs use DRAM less well.
 TEST(CostModel, ShortContiguousRunsCostMore) {

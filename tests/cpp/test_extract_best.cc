@@ -180,6 +180,29 @@ TEST(ExtractBestFirst, CausalPrefillAtBatchFourFindsTheRollingSoftmax) {
   expect_rolling_softmax_first(text, {"b.0", "h.0", "s.0"});
 }
 
+// Decode attention (32 heads, 4096 keys): flash-decoding -- key blocks in
+// parallel writing their (max, sum, P.V) states, a merge kernel over the
+// heads -- is among the candidates the tuner measures. Its merge kernel has
+// 32 programs, too few for the bandwidth; the guide once priced the key
+// blocks' kernel below it 40 times (the merge kernel's slowdown, and h.0
+// counted as 2 programs of 16 heads although lowering fixes it to one head
+// per program), and best-first never reached it.
+TEST(ExtractBestFirst, DecodeFindsFlashDecoding) {
+  Saturated s("examples/workloads/attention_decode.eqf");
+  ExtractResult r = best_first(s, 256);
+  bool found = false;
+  for (size_t i = 0; i < r.candidates.size() && i < 16; ++i) {
+    const LoweredProgram& lp = r.candidates[i].lowered;
+    if (lp.kernels.size() != 2) continue;
+    std::set<std::string> first, second;
+    for (Axis a : lp.kernels[0].grid) first.insert(a.name());
+    for (Axis a : lp.kernels[1].grid) second.insert(a.name());
+    found = found || (first == std::set<std::string>{"h.0", "t.0"} && lp.kernels[0].loops.empty() &&
+                      second == std::set<std::string>{"h.0"});
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(ExtractBestFirst, NeedsACostModel) {
   Saturated s("examples/matmul/naive.eqf");
   ExtractOptions o;
