@@ -9,10 +9,15 @@
 namespace eqf::cost {
 namespace {
 
-// Whether kernel k runs over axis a: on its grid or in one of its loops.
-bool runs_over(const Kernel& k, Axis a) {
-  return std::find(k.grid.begin(), k.grid.end(), a) != k.grid.end() ||
-         std::any_of(k.loops.begin(), k.loops.end(), [&](const Loop& l) { return l.axis == a; });
+// Whether something placed in `scope` of kernel k is done once per
+// coordinate of axis a: a is a grid axis, or a loop enclosing the scope.
+// A load replicated over any other axis -- one its kernel does not run
+// over, or a loop it is hoisted out of -- is read once there.
+bool repeated_over(const Kernel& k, int scope, Axis a) {
+  if (std::find(k.grid.begin(), k.grid.end(), a) != k.grid.end()) return true;
+  for (int l = scope; l >= 0; l = k.loops[size_t(l)].parent)
+    if (k.loops[size_t(l)].axis == a) return true;
+  return false;
 }
 
 class Compiler {
@@ -175,10 +180,8 @@ class Compiler {
           row.dtype_bytes = dtype_bytes(lp_.buffers[size_t(buffer)].dtype);
         }
         row.tile = tile_of(t.parts[i]);
-        // Only the kernel's own axes read again: a value replicated over an
-        // axis this kernel neither runs on its grid nor loops over is read once.
         for (Axis a : ld.replicated_over)
-          if (runs_over(k, a)) row.replicated.push_back(axis(a));
+          if (repeated_over(k, ld.scope, a)) row.replicated.push_back(axis(a));
         if (ld.buffer >= 0 && ld.views.empty()) {
           const std::vector<Symbol>& layout = lp_.buffers[size_t(ld.buffer + (t.is_tuple ? int(i) : 0))].layout;
           if (!layout.empty())

@@ -198,6 +198,21 @@ TEST(CostModel, ReplicationOverAnotherKernelsAxisIsNoReRead) {
   EXPECT_GE(e.kernels[0].memory_s, x / h200().kernel_bytes_per_s);
 }
 
+// v does not vary along k.0, so lowering hoists its load out of the loop:
+// each program reads its rows of v once, not once per iteration. Counted as
+// re-read over k.0, three quarters of v looked like L2 hits.
+TEST(CostModel, ALoadHoistedOutOfALoopIsReadOnce) {
+  Program p = parse_and_check(
+      "(program hoist (dims (m 4096) (k 64) (n 4096)) (input x f16 [m k]) (input v f16 [m n])\n"
+      "  (output y [m n] (combine m.0 m (preduce k.0 +\n"
+      "    (sum k (mul (partition k.0 k (partition m.0 m x)) (replicate k.0 (partition m.0 m v))))))))");
+  LoweredProgram lp = lower_program(p);
+  CostModel cm(h200());
+  ProgramEstimate e = cm.evaluate(p, lp, {{axis("m.0"), 64}, {axis("k.0"), 16}});
+  const double v = 4096.0 * 4096 * 2;
+  EXPECT_GE(e.kernels[0].memory_s, 2 * v / h200().kernel_bytes_per_s);  // v read, y written
+}
+
 // The same bytes in tiles of 16 fp16 columns (32-byte rows) or 64 (128-byte
 // rows): short contiguous runs use DRAM less well.
 TEST(CostModel, ShortContiguousRunsCostMore) {
