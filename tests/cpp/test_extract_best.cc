@@ -190,17 +190,20 @@ TEST(ExtractBestFirst, CausalPrefillAtBatchFourFindsTheRollingSoftmax) {
 TEST(ExtractBestFirst, DecodeFindsFlashDecoding) {
   Saturated s("examples/workloads/attention_decode.eqf");
   ExtractResult r = best_first(s, 256);
-  bool found = false;
-  for (size_t i = 0; i < r.candidates.size() && i < 16; ++i) {
+  const Candidate* flash_decoding = nullptr;
+  for (size_t i = 0; i < r.candidates.size() && i < 16 && !flash_decoding; ++i) {
     const LoweredProgram& lp = r.candidates[i].lowered;
     if (lp.kernels.size() != 2) continue;
     std::set<std::string> first, second;
     for (Axis a : lp.kernels[0].grid) first.insert(a.name());
     for (Axis a : lp.kernels[1].grid) second.insert(a.name());
-    found = found || (first == std::set<std::string>{"h.0", "t.0"} && lp.kernels[0].loops.empty() &&
-                      second == std::set<std::string>{"h.0"});
+    if (first == std::set<std::string>{"h.0", "t.0"} && lp.kernels[0].loops.empty() &&
+        second == std::set<std::string>{"h.0"})
+      flash_decoding = &r.candidates[i];
   }
-  EXPECT_TRUE(found);
+  ASSERT_NE(flash_decoding, nullptr);
+  // It computes attention: the reference interpreter at the workload's size.
+  EXPECT_TRUE(compare_programs(s.u.naive, flash_decoding->program, 11, 1).equivalent());
 }
 
 TEST(ExtractBestFirst, NeedsACostModel) {
