@@ -157,8 +157,8 @@ class Enumerator {
   ExtractResult run() {
     Clock::time_point start = Clock::now();
     if (opt_.order == ExtractOrder::BestFirst) {
-      // One pass per pricing, each with its share of the time; a candidate
-      // an earlier pass found is not built again.
+      // One pass per pricing and kernel weight, each with its share of the
+      // time; a candidate an earlier pass found is not built again.
       constexpr std::pair<GuidePricing, KernelWeight> kPasses[] = {
           {GuidePricing::Tree, KernelWeight::Inherited},
           {GuidePricing::Shared, KernelWeight::Inherited},
@@ -279,7 +279,6 @@ class Enumerator {
         }
         double price = 0;
         if (guide_) {
-          child.spent += guide_->filling_weight(hole.weight, o) * guide_->price(c, i);
           price = guide_->partial_price(child);
           // Some tile of it fits no block sizes: never feasible.
           if (price == std::numeric_limits<double>::infinity()) {

@@ -16,7 +16,6 @@ constexpr double kNominalBlock = 64;
 // never looks cheapest and the fixpoint's choices stay acyclic; it also
 // prefers fewer operators among equal prices.
 constexpr double kEpsilon = 1e-12;
-constexpr uint32_t kNoOption = 0xFFFFFFFFu;
 
 }  // namespace
 
@@ -327,8 +326,9 @@ void CostGuide::analyze() {
           if (tuple_max && o.kind == Option::Kind::Node && o.op == Op::Tuple) {
             // A tuple costs its dearest part (the parts share their inputs).
             EClassId dearest = o.children.front();
+            double most = to_go(dearest, cr, at_weight);
             for (EClassId child : o.children)
-              if (to_go(child, cr, at_weight) > to_go(dearest, cr, at_weight)) dearest = child;
+              if (double p = to_go(child, cr, at_weight); p > most) dearest = child, most = p;
             add(dearest);
           } else {
             for (EClassId child : o.children) {

@@ -154,9 +154,10 @@ class CostGuide {
   // below a kernel of few programs (a heavy weight), loses at weight 1 -- so
   // the fixpoint keeps the cheapest at each of kTrackWeights and a use takes
   // the cheapest of those at its own weight.
+  static constexpr uint32_t kNoOption = 0xFFFFFFFFu;
   struct Go {
     double a = 0, b = std::numeric_limits<double>::infinity();
-    uint32_t option = 0xFFFFFFFFu;
+    uint32_t option = kNoOption;
     double at(double w) const { return a * w + b; }
   };
   static constexpr size_t kTracks = 2;

@@ -106,6 +106,7 @@ bool Filler::fill_first_hole(PartialProgram& s, uint32_t option, double input_by
   double child_weight = weight * weight_below(s, c, o, child_kernel);
   for (EClassId k : o.children)
     if (!require(s, k, child, child_scope, child_kernel, share(k, child_weight))) return false;
+  if (guide_) s.spent += weight * guide_->price(c, option);
   return true;
 }
 

@@ -78,9 +78,10 @@ class CostGuide;
 class Filler {
  public:
   explicit Filler(OptionTable& table) : table_(table) {}
-  // With a guide, a tile reached again from another scope adds its cheapest
-  // subprogram's price to the partial program's `spent`.
-  void set_guide(const CostGuide* guide) { guide_ = guide; }
+  // With a guide, each filling adds its price (at its weight) to the partial
+  // program's `spent`, and a tile reached again from another scope its
+  // cheapest subprogram's price.
+  void set_guide(CostGuide* guide) { guide_ = guide; }
 
   // Adds requirement `req` on class c, used from `scope`: a filled class
   // must allow it (and passes it on to its children), a hole accumulates it,
@@ -101,7 +102,7 @@ class Filler {
   void charge_recompute(PartialProgram& s, EClassId c, uint8_t req, uint32_t first_scope, uint32_t scope,
                         double weight);
   OptionTable& table_;
-  const CostGuide* guide_ = nullptr;
+  CostGuide* guide_ = nullptr;
   std::vector<uint32_t> stack_, visited_;
 };
 
