@@ -281,11 +281,15 @@ void CostGuide::analyze() {
   // Rounds over the pairs, every track in each, until no choice changes.
   // Each round chooses afresh from the children's current subprograms: a
   // child's choice at one weight may become dearer at another, so a price
-  // kept from an earlier round could be too low. Every filling costs at least
-  // kEpsilon, so choices settle after about as many rounds as the deepest
-  // cheapest subprogram; kMaxRounds bounds the rest. Children are usually
-  // reached after their parents, so rounds go backwards.
+  // kept from an earlier round could be too low. Choosing afresh can also
+  // keep a cycle of fillings chosen while its price creeps up by kEpsilon a
+  // round (it takes its own last price as its child's), so a price that
+  // moved less than kSettled with the same option counts as settled.
+  // Choices settle after about as many rounds as the deepest cheapest
+  // subprogram; kMaxRounds bounds the rest. Children are usually reached
+  // after their parents, so rounds go backwards.
   constexpr int kMaxRounds = 256;
+  constexpr double kSettled = 1e-10;  // seconds: 100 kEpsilon, far below any real price difference
   bool changed = true;
   for (int round = 0; changed && round < kMaxRounds; ++round) {
     changed = false;
@@ -339,10 +343,9 @@ void CostGuide::analyze() {
           if (next.at(at_weight) < best.at(at_weight)) best = next;
         }
         Go& kept = go_[(size_t(c.v) * 16 + r) * kTracks + track];
-        if (best.option != kept.option || best.a != kept.a || best.b != kept.b) {
-          kept = best;
-          changed = true;
-        }
+        const double was = kept.at(at_weight), now = best.at(at_weight);
+        if (best.option != kept.option || (was != now && !(std::abs(now - was) <= kSettled))) changed = true;
+        kept = best;
       }
     }
   }
