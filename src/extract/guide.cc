@@ -170,7 +170,7 @@ double CostGuide::compute_price(EClassId c, const Option& o) const {
       double k_local = elements(k_only);
       for (const AxisState& as : k_only.delta) k_local /= coords(as.axis);
       double flops = 2 * elements(out) * k_local;
-      bool tensor_cores = a.dtype == DType::F16 || a.dtype == DType::BF16;
+      bool tensor_cores = (a.dtype == DType::F16 || a.dtype == DType::BF16) && is_dot(o);
       return flops / (tensor_cores ? target_.mma_flops_per_s : target_.fp_flops_per_s);
     }
     default:
@@ -195,6 +195,52 @@ double CostGuide::pressure_price(const TensorType& t) const {
 bool CostGuide::fits(const TensorType& t, double element_bytes, int64_t budget, double block_floor) const {
   double n = min_elements(t, block_floor);
   return n * element_bytes <= double(budget) && n <= double(target_.max_tile_elements);
+}
+
+bool CostGuide::squeezed(const TensorType& t, Symbol d) const {
+  // As lower/tile_view.cc sees it: a dim whose innermost blocking axis is a
+  // unit axis, or of extent 1, is squeezed out of the tile.
+  const Axis* inner = nullptr;
+  for (const AxisState& as : t.delta)
+    if (blocks(as, d) && (!inner || as.axis.level > inner->level)) inner = &as.axis;
+  return (inner && unit_axes_.count(*inner)) || extent(d) == 1;
+}
+
+int CostGuide::live_dims(const TensorType& t) const {
+  int live = 0;
+  for (Symbol d : t.dims) live += squeezed(t, d) ? 0 : 1;
+  return live;
+}
+
+bool CostGuide::is_dot(const Option& o) const {
+  // The emitter's rule (cost/summary.cc: contraction): tl.dot for two 2-D
+  // operand tiles sharing only k. Anything else -- a batch dim kept whole in
+  // the tile -- is a broadcast product summed over k, on the FP units.
+  const TensorType& a = g_.type(o.children[0]).get().tensor();
+  const TensorType& b = g_.type(o.children[1]).get().tensor();
+  Symbol k = Symbol::from_raw(g_.attrs(o.path.front())[0]);
+  if (live_dims(a) != 2 || live_dims(b) != 2 || !a.has_dim(k) || !b.has_dim(k)) return false;
+  for (Symbol d : a.dims)
+    if (d != k && b.has_dim(d) && !squeezed(a, d)) return false;  // a shared dim left live
+  return true;
+}
+
+TensorType CostGuide::product_tile(const Option& o) const {
+  // The broadcast product of a non-dot tile_matmul: both operands' dims.
+  TensorType u = g_.type(o.children[0]).get().tensor();
+  const TensorType& b = g_.type(o.children[1]).get().tensor();
+  for (Symbol d : b.dims)
+    if (!u.has_dim(d)) u.dims.push_back(d);
+  // An axis one operand replicates and the other partitions blocks the
+  // product's dim (a's q replicated over the key blocks, b's keys split).
+  for (const AxisState& as : b.delta) {
+    auto same = std::find_if(u.delta.begin(), u.delta.end(), [&](const AxisState& x) { return x.axis == as.axis; });
+    if (same == u.delta.end())
+      u.delta.push_back(as);
+    else if (same->state.kind == StateKind::Rep)
+      *same = as;
+  }
+  return u;
 }
 
 bool CostGuide::dot_operands_fit(const Option& o) const {
@@ -242,7 +288,17 @@ double CostGuide::price(EClassId c, uint32_t option) {
           p += compute_price(c, o);
           // A computed tile lives in registers (fp32); tl.dot pads its
           // blocks to the smallest dot.
-          if (o.op == Op::TileMatMul && !dot_operands_fit(o)) p = kInf;
+          if (o.op == Op::TileMatMul) {
+            if (is_dot(o)) {
+              if (!dot_operands_fit(o)) p = kInf;
+            } else {
+              // The product lives in registers before its sum: at nominal
+              // blocks it is usually far past them, which forces tiny blocks.
+              TensorType product = product_tile(o);
+              if (!fits(product, 4, target_.register_bytes_per_program)) p = kInf;
+              if (pricing_ == GuidePricing::Shared) p += pressure_price(product);
+            }
+          }
           if (!table_.facts(c).global && o.op != Op::Collect && o.op != Op::Tuple && o.op != Op::Proj) {
             double floor = o.op == Op::TileMatMul ? double(target_.min_dot) : 1;
             for (const TensorType& part : g_.type(c).get().parts) {

@@ -20,7 +20,11 @@
 //     coordinate of every axis in scope (replicated axes re-read it);
 //   - an operator does one flop per element of its result over all
 //     coordinates (reductions: of their operand; tile_matmul: 2 per
-//     multiply-add, on the tensor cores for 16-bit operands);
+//     multiply-add, on the tensor cores for 16-bit operands when it lowers
+//     to tl.dot -- two 2-D operand tiles; with a batch dim left in the tile
+//     it is a broadcast product on the FP units, whose tile must fit the
+//     registers and, past them at nominal blocks, is charged for the
+//     smaller blocks it forces);
 //   - a kernel root (grid chain or collect) costs a launch and its store.
 // A filling whose tile cannot fit for any block sizes (the dims no axis
 // blocks already exceed the registers, the shared memory or Triton's tile
@@ -127,6 +131,10 @@ class CostGuide {
   // Whether t's tile fits `budget` bytes for some block sizes.
   bool fits(const TensorType& t, double element_bytes, int64_t budget, double block_floor = 1) const;
   bool dot_operands_fit(const Option& tile_matmul) const;
+  bool squeezed(const TensorType& t, Symbol d) const;  // d has no dimension in t's tile
+  int live_dims(const TensorType& t) const;             // dims not squeezed out of its tile
+  bool is_dot(const Option& tile_matmul) const;       // lowers to tl.dot (else a broadcast product)
+  TensorType product_tile(const Option& tile_matmul) const;
   double slowdown(const Option& kernel_root) const;
  public:
   // The weight a child class gets from its parent's `weight`: 1 for a

@@ -145,7 +145,8 @@ TEST(ExtractBestFirst, ATileRecomputedByEveryProgramIsPricedSo) {
 // candidate has, since lowering fixes tile_matmul's batch axes to 1 -- and
 // the fused kernel's partial programs stayed behind hundreds of three-pass
 // ones.
-void expect_rolling_softmax_first(const std::string& text, const std::set<std::string>& flash_grid) {
+void expect_rolling_softmax_first(const std::string& text, const std::set<std::string>& flash_grid,
+                                  bool best_is_flash = false) {
   Saturated s(text, "attention_prefill.eqf");
   ExtractResult r = best_first(s, 256);
   ASSERT_FALSE(r.candidates.empty());
@@ -165,6 +166,11 @@ void expect_rolling_softmax_first(const std::string& text, const std::set<std::s
     flash = flash || grid == flash_grid;
   }
   EXPECT_TRUE(flash);
+  if (best_is_flash) {
+    std::set<std::string> grid;
+    for (Axis a : k.grid) grid.insert(a.name());
+    EXPECT_EQ(grid, flash_grid);
+  }
 }
 
 TEST(ExtractBestFirst, CausalPrefillFindsTheRollingSoftmax) {
@@ -178,6 +184,28 @@ TEST(ExtractBestFirst, CausalPrefillAtBatchFourFindsTheRollingSoftmax) {
   std::string text = testing::replace_all(testing::read_text("examples/workloads/attention_prefill.eqf"), "(b 1)",
                                           "(b 4)");
   expect_rolling_softmax_first(text, {"b.0", "h.0", "s.0"});
+}
+
+// The same at batch 4 in the form the PyTorch front end writes (scores
+// scaled after the product, the mask as masked_fill's `where`). Keeping the
+// batch whole in the tile makes tile_matmul's operands 3-D: lowering emits a
+// broadcast product on the FP units, whose [b s t e] tile forces blocks of
+// 8 queries and 4 keys. The guide once priced it on the tensor cores at
+// nominal blocks, a little below FlashAttention with the batch on the grid,
+// and the tuner got 0.006x of SDPA.
+TEST(ExtractBestFirst, CausalPrefillAtBatchFourInTheFrontEndsForm) {
+  const std::string text = R"(
+(program attention_prefill
+  (dims (b 4) (h 32) (s 4096) (e 128) (t 4096) (f 128))
+  (input q f16 [b h s e]) (input k f16 [b h t e]) (input v f16 [b h t f])
+  (let mul_ (mul (matmul e q k) 0.08838834764831843))
+  (let tril (le (sub (iota t) (iota s)) 0))
+  (let masked_fill (where (eq (cast i32 tril) 0) -inf mul_))
+  (let softmax_max (max t masked_fill))
+  (let softmax_exp (exp (sub masked_fill softmax_max)))
+  (let softmax (div softmax_exp (sum t softmax_exp)))
+  (output out [b h s f] (matmul t softmax v))))";
+  expect_rolling_softmax_first(text, {"b.0", "h.0", "s.0"}, /*best_is_flash=*/true);
 }
 
 // Decode attention (32 heads, 4096 keys): flash-decoding -- key blocks in
