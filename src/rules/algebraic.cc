@@ -158,13 +158,16 @@ void algebraic_rules(Table& t) {
   rule("neg-neg", "(neg (neg ?a))", "?a");
 
   // Mean and variance: sum((x - mean)^2) = sum(x^2) - n mean^2 with
-  // mean = sum(x)/n over the whole dim (n its extent): the one-pass form.
-  const std::string mean = "(div (sum ?d ?x) ?n)";
-  const std::string dev = "(sub ?x " + mean + ")";
-  rule("variance-as-sum-of-squares", "(sum ?d (mul " + dev + " " + dev + "))",
-       "(sub (sum ?d (mul ?x ?x)) (mul ?n (mul " + mean + " " + mean + ")))", "(extent ?n ?d)");
-  rule("variance-as-mean-of-squares", "(div (sum ?d (mul " + dev + " " + dev + ")) ?n)",
-       "(sub (div (sum ?d (mul ?x ?x)) ?n) (mul " + mean + " " + mean + "))", "(extent ?n ?d)");
+  // mean = sum(x)/n over the whole dim (n its extent): the one-pass form,
+  // only with cancelling_algebra (it cancels in floating point; library.h).
+  if (t.opts().cancelling_algebra) {
+    const std::string mean = "(div (sum ?d ?x) ?n)";
+    const std::string dev = "(sub ?x " + mean + ")";
+    rule("variance-as-sum-of-squares", "(sum ?d (mul " + dev + " " + dev + "))",
+         "(sub (sum ?d (mul ?x ?x)) (mul ?n (mul " + mean + " " + mean + ")))", "(extent ?n ?d)");
+    rule("variance-as-mean-of-squares", "(div (sum ?d (mul " + dev + " " + dev + ")) ?n)",
+         "(sub (div (sum ?d (mul ?x ?x)) ?n) (mul " + mean + " " + mean + "))", "(extent ?n ?d)");
+  }
 
   // Layout: split/merge/rename commute with pointwise ops, contractions and
   // reductions over other dims, so a split of a product ends at a leaf.

@@ -35,18 +35,22 @@ TEST(RuleSoundness, EveryRuleIsVerifiedOnTheCorpus) {
   for (const std::string& f : report.egraph_failures) ADD_FAILURE() << f;
 }
 
+// And the cancelling one-pass variance, off by default for its rounding.
 TEST(RuleSoundness, ExpandingDirectionsAreVerifiedToo) {
   VerifyOptions opts;
   opts.seed = 2;
   opts.rules.expanding_algebra = true;
+  opts.rules.cancelling_algebra = true;
   opts.family = Family::Algebraic;
   VerifyReport report = verify_rules(opts);
-  int expanding = 0;
+  int expanding = 0, variance = 0;
   for (const RuleVerdict& v : report.verdicts) {
     EXPECT_TRUE(v.failure.empty()) << v.name << ": " << v.failure;
     expanding += v.name.size() > 4 && v.name.compare(v.name.size() - 4, 4, "-rev") == 0;
+    variance += v.name.rfind("variance-as-", 0) == 0;
   }
   EXPECT_GT(expanding, 10);
+  EXPECT_EQ(variance, 2);  // the cancelling one-pass variance (off by default) too
 }
 
 // A small corpus where a scale can be negative.

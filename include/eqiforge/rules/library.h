@@ -47,6 +47,13 @@ struct RuleOptions {
   // expansion of every product), so by default only the factoring
   // directions run; the soundness check covers both.
   bool expanding_algebra = false;
+  // The one-pass variance, sum((x - mean)^2) = sum(x^2) - n mean^2: exact,
+  // but in floating point it cancels when the mean is large against the
+  // spread (x near 5.5 with a spread of 0.1 loses 3 digits of f32). PyTorch
+  // and Inductor compute variance by Welford, and so does the repaired
+  // reduction (reduction-fusion: mean-shift), which gives one pass without
+  // the cancellation; so it is off by default.
+  bool cancelling_algebra = false;
 };
 
 enum class Family { Algebraic, Refinement, Propagation, ReductionFusion, Structural, Storage };
