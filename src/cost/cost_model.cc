@@ -95,9 +95,11 @@ struct Sizes {
     for (const DimRef& d : t) e *= avg(d);
     return e;
   }
+  // The emitter pads every dim of a dot, whole ones included, to the
+  // smallest dot (a TILE constexpr of max(16, next_power_of_2(size))).
   double padded_for_dot(const Tile& t, int min_dot) const {
     double e = 1;
-    for (const DimRef& d : t) e *= d.kind == DimRef::Kind::Blocked ? std::max(double(min_dot), padded(d)) : padded(d);
+    for (const DimRef& d : t) e *= d.kind == DimRef::Kind::One ? 1 : std::max(double(min_dot), padded(d));
     return e;
   }
   double padded(const Tile& t) const {

@@ -333,6 +333,11 @@ class Enumerator {
     for (Candidate& c : cs)
       if (!c.estimate) c.estimate = opt_.cost->estimate(c.program, c.lowered);
     size_t before = cs.size();
+    for (const Candidate& c : cs)
+      if (!c.estimate->feasible) {
+        out_.stats.first_infeasible = c.estimate->why_infeasible;
+        break;
+      }
     cs.erase(std::remove_if(cs.begin(), cs.end(), [](const Candidate& c) { return !c.estimate->feasible; }),
              cs.end());
     out_.stats.infeasible = before - cs.size();

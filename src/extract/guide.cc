@@ -134,7 +134,15 @@ double CostGuide::min_elements(const TensorType& t, double block_floor) const {
         blocked = true;
         unit = unit || unit_axes_.count(as.axis) > 0;  // fixed to 1, not padded to a dot
       }
-    n *= unit ? 1 : blocked ? std::min(block_floor, extent(d)) : extent(d);
+    // A dot's tiles (block_floor > 1) pad every dim, whole ones included,
+    // to a power of two of at least the smallest dot (codegen: TILE
+    // constexprs); extent 1 is squeezed.
+    double e = extent(d);
+    if (unit || e == 1) continue;
+    if (block_floor > 1)
+      n *= blocked ? block_floor : std::max(block_floor, std::exp2(std::ceil(std::log2(e))));
+    else
+      n *= blocked ? std::min(block_floor, e) : e;
   }
   return n;
 }
@@ -300,7 +308,7 @@ double CostGuide::price(EClassId c, uint32_t option) {
             }
           }
           if (!table_.facts(c).global && o.op != Op::Collect && o.op != Op::Tuple && o.op != Op::Proj) {
-            double floor = o.op == Op::TileMatMul ? double(target_.min_dot) : 1;
+            double floor = o.op == Op::TileMatMul && is_dot(o) ? double(target_.min_dot) : 1;
             for (const TensorType& part : g_.type(c).get().parts) {
               if (!fits(part, 4, target_.register_bytes_per_program, floor)) p = kInf;
               if (pricing_ == GuidePricing::Shared) p += pressure_price(part);

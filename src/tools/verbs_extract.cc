@@ -143,6 +143,7 @@ int verb_extract(const Args& args) {
                 (unsigned long long)st.invalid, (unsigned long long)st.infeasible, (unsigned long long)st.pruned,
                 (unsigned long long)st.dead_ends);
   if (st.invalid) std::printf("first invalid: %s\n", st.first_invalid.c_str());
+  if (st.infeasible) std::printf("first infeasible: %s\n", st.first_infeasible.c_str());
   for (size_t i = 0; i < res.candidates.size() && i < top; ++i) {
     const Candidate& c = res.candidates[i];
     std::printf("\n#%zu", i + 1);

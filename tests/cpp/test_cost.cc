@@ -396,5 +396,21 @@ TEST(CostModel, DotOperandsArePaddedToTheSmallestDotInSharedMemory) {
   EXPECT_NE(e.why_infeasible.find("shared memory"), std::string::npos) << e.why_infeasible;
 }
 
+// A whole dim is padded too (the emitter's TILE constexprs are
+// max(16, next_power_of_2)): 8 rows kept whole occupy 16 x 4096 next to the
+// 4096 x 16 block of the other operand, 256 KiB (rmsnorm_swiglu_ffn at
+// batch 8: triton 3.6 asked for 262144 bytes of shared memory). Unpadded,
+// 8 rows would have counted 192 KiB and fit.
+TEST(CostModel, AWholeDimOfADotIsPaddedToo) {
+  Program p = parse_and_check(
+      "(program mm (dims (m 8) (k 4096) (n 4096))\n"
+      "  (input a f16 [m k]) (input b f16 [k n])\n"
+      "  (output c [m n] (combine n.0 n (tile_matmul k (replicate n.0 a) (partition n.0 n b)))))");
+  CostModel cm(load_target("h200"));
+  ProgramEstimate e = cm.estimate(p);
+  EXPECT_FALSE(e.feasible);
+  EXPECT_NE(e.why_infeasible.find("shared memory 256 KiB"), std::string::npos) << e.why_infeasible;
+}
+
 }  // namespace
 }  // namespace eqf

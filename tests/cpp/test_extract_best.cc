@@ -138,6 +138,28 @@ TEST(ExtractBestFirst, ATileRecomputedByEveryProgramIsPricedSo) {
   EXPECT_TRUE(compare_programs(s.u.naive, best.program, 7, 1).equivalent());
 }
 
+// RMSNorm + SwiGLU FFN at batch 8, as the front end writes it. The guide
+// once let a dot's whole dims go unpadded (8 rows of x counted as 8, where
+// the emitter pads them to 16): it saw kernels with a whole 4096-long k as
+// fitting shared memory, and best-first built 10^5 complete programs the
+// cost model refused (1.3 million states, 18-70 s) before it had 256.
+TEST(ExtractBestFirst, ADotsWholeDimsArePaddedInTheGuide) {
+  const std::string text = R"(
+(program rmsnorm_swiglu_ffn
+  (dims (m 8) (k 4096) (k1 4096) (n 4096))
+  (input x f16 [m k]) (input g f16 [k])
+  (input wg f16 [k k1]) (input wu f16 [k k1]) (input wd f16 [k1 n])
+  (let mul_1 (mul (mul x (rsqrt (add (div (sum k (pow 2 x)) 4096) 1e-06))) g))
+  (let mul_2 (mul (silu (matmul k mul_1 wg)) (matmul k mul_1 wu)))
+  (output out [m n] (matmul k1 mul_2 wd))))";
+  Saturated s(text, "swiglu_b8.eqf");
+  ExtractResult r = best_first(s, 256);
+  ASSERT_FALSE(r.candidates.empty());
+  EXPECT_FALSE(r.stats.limit_hit) << r.stats.limit;
+  EXPECT_LT(r.stats.states_expanded, 300'000u);
+  EXPECT_LT(r.stats.infeasible, 1000u) << r.stats.first_infeasible;
+}
+
 // The causal prefill workload from its naive form alone: the search itself
 // must reach the rolling softmax (one kernel, one loop over key blocks)
 // and rank it first. The guide once priced the score tile as if 64 heads

@@ -122,6 +122,7 @@ struct ExtractStats {
   bool limit_hit = false;          // max_states or time_limit_s stopped the expansion
   std::string limit;               // which: "states" or "time"
   std::string first_invalid;       // why the first invalid complete program is not a candidate
+  std::string first_infeasible;    // why the first infeasible one fits no block sizes
   bool enough = false;             // max_candidates feasible candidates were found
   double enumerate_seconds = 0;    // expansion, building, de-duplication and validity
   double rank_seconds = 0;         // cost estimates and sorting
