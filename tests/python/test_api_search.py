@@ -103,3 +103,27 @@ def test_demo_finds_a_flash_attention_style_kernel(tmp_path, capsys):
     assert cli.main(["demo", "-o", str(tmp_path), "-q"]) == 0
     out = capsys.readouterr().out
     assert "FlashAttention-style kernel found" in out
+
+
+def _cand(rank, shape):
+    return search.Candidate(rank=rank, program=f"p{rank}", shape_key=(shape,))
+
+
+def test_the_tuners_candidates_hold_at_most_two_of_one_shape_while_others_remain():
+    cands = [_cand(1, "a"), _cand(2, "a"), _cand(3, "a"), _cand(4, "b"), _cand(5, "a"), _cand(6, "c")]
+    assert [c.rank for c in search.diverse_top(cands, 4)] == [1, 2, 4, 6]
+    # Too few shapes: the best of the rest fill up, in rank order.
+    assert [c.rank for c in search.diverse_top(cands, 5)] == [1, 2, 3, 4, 6]
+    assert [c.rank for c in search.diverse_top(cands[:3], 8)] == [1, 2, 3]
+
+
+def test_candidates_of_one_structure_share_a_shape_key():
+    def raw(flops, blocks):
+        return {"program": "x", "estimated_us": 1.0, "block_sizes": blocks,
+                "kernels": [{"name": "k", "grid": ["m.0"], "loops": [], "programs": 4, "bytes": 10.0,
+                             "mma_flops": 0.0, "other_flops": flops}]}
+
+    found = search.parse_search_result({"candidates": [raw(1.0, {"m.0": 4}), raw(1.0, {"m.0": 4}),
+                                                       raw(2.0, {"m.0": 4}), raw(1.0, {"m.0": 8})]})
+    keys = [c.shape_key for c in found.candidates]
+    assert keys[0] == keys[1] and len({keys[0], keys[2], keys[3]}) == 3

@@ -80,6 +80,10 @@ class Candidate:
     kernels: list[KernelInfo] | None = None
     # Filled by emit_module on demand (emission can fail for one candidate).
     source: str | None = None
+    # What the cost model sees of it (kernels, their grids, loops, programs,
+    # bytes and flops, the blocks of its estimate): candidates that share it
+    # differ only in how a kernel orders its operations.
+    shape_key: tuple = ()
 
 
 @dataclass
@@ -158,7 +162,10 @@ def find_candidates(ir_text: str, options: Options, target: str, file: str = "<p
         raise MissingPieceError("extraction", f"{path or 'eqiforge-opt'} has no `extract` verb"
                                 if path else "the eqiforge-opt command was not found")
     accepted = _cli_options("extract")
-    args = [path, "extract", "-", "--mode", options.extract_mode, "--top", str(options.top_k), "--json", "--programs"]
+    # Every candidate extraction built comes back (up to _FETCH), so that the
+    # tuner's top_k can be diverse.
+    fetch = max(options.top_k, _FETCH)
+    args = [path, "extract", "-", "--mode", options.extract_mode, "--top", str(fetch), "--json", "--programs"]
     if "--target" in accepted:
         args += ["--target", target]
     defaults = Options()
@@ -176,7 +183,48 @@ def find_candidates(ir_text: str, options: Options, target: str, file: str = "<p
         out = _run_cli(args, "eqiforge-opt extract")
     finally:
         os.unlink(f.name)
-    return parse_search_result(json.loads(out))
+    found = parse_search_result(json.loads(out))
+    found.candidates = diverse_top(found.candidates, options.top_k)
+    return found
+
+
+# The tuner measures top_k candidates. A saturated e-graph often holds many
+# programs that the cost model cannot tell apart -- the same kernels, grids
+# and loops, differing in the order of a kernel's pointwise operations --
+# and the best-ranked top_k can be copies of one structure (16 of 16 for
+# RMSNorm + SwiGLU at batch 16), which leaves the tuner nothing to choose
+# between when the model is wrong about that structure (192 of the first 400
+# there). So at most _PER_SHAPE candidates of one shape_key go in, in rank
+# order, before the rest fill what is left.
+_FETCH = 1024
+_PER_SHAPE = 2
+
+
+def diverse_top(candidates: list[Candidate], k: int) -> list[Candidate]:
+    """The k best candidates, at most _PER_SHAPE of each shape while others
+    remain, in rank order."""
+    taken: list[Candidate] = []
+    left: list[Candidate] = []
+    per_shape: dict[tuple, int] = {}
+    for c in candidates:
+        n = per_shape.get(c.shape_key, 0)
+        if len(taken) < k and (not c.shape_key or n < _PER_SHAPE):
+            taken.append(c)
+            per_shape[c.shape_key] = n + 1
+        else:
+            left.append(c)
+    taken += left[:max(0, k - len(taken))]
+    return sorted(taken, key=lambda c: c.rank)
+
+
+def _shape_key(c: dict) -> tuple:
+    kernels = c.get("kernels")
+    if not isinstance(kernels, list):
+        return ()
+    fields = ("grid", "loops", "programs", "bytes", "mma_flops", "other_flops")
+    shape = tuple(tuple(str(k.get(f)) for f in fields) for k in kernels if isinstance(k, dict))
+    blocks = tuple(sorted((str(a), str(b)) for a, b in (c.get("block_sizes") or {}).items()))
+    return shape + (blocks,)
 
 
 def parse_search_result(raw: dict) -> SearchResult:
@@ -198,6 +246,7 @@ def parse_search_result(raw: dict) -> SearchResult:
                 estimate_s=float(estimate) * 1e-6 if isinstance(estimate, (int, float)) else None,
                 blocks={str(k): int(v) for k, v in (c.get("block_sizes") or {}).items()},
                 kernels=kernels,
+                shape_key=_shape_key(c),
             )
         )
     stats = {k: v for k, v in raw.items() if k != "candidates" and isinstance(v, (int, float, str))}
