@@ -13,8 +13,10 @@
 namespace eqf::interp {
 
 // Checks the block sizes and inputs as `evaluate` does, evaluates every node
-// that a root depends on, and returns the roots' values in order.
+// that a root depends on, and returns the roots' values in order; rounding
+// as in `evaluate`.
 std::vector<Value> evaluate_roots(const Program& p, const std::vector<Tensor64>& inputs,
-                                  const BlockSizes& blocks, std::span<const NodeId> roots);
+                                  const BlockSizes& blocks, std::span<const NodeId> roots,
+                                  const RoundingNoise& rounding = {});
 
 }  // namespace eqf::interp

@@ -487,6 +487,78 @@ Value eval_node(const Program& p, NodeId id, const std::vector<Value>& vals,
   throw Error("interpreter: unknown op");
 }
 
+// ---- rounding noise -------------------------------------------------------------
+
+double unit_roundoff(DType t) {
+  switch (t) {
+    case DType::F64:
+      return 0x1p-53;
+    case DType::F32:
+      return 0x1p-24;
+    case DType::F16:
+      return 0x1p-11;
+    case DType::BF16:
+      return 0x1p-8;
+    default:
+      return 0;  // i32 and bool are exact
+  }
+}
+
+// Whether component `part` of node n's result is rounded when a kernel
+// computes it in its dtype (RoundingNoise): arithmetic, casts (to the
+// target's precision), sums and contractions. Selections and data movement
+// only pass values on, so a kernel's x - max(x) is exactly 0 at the max.
+bool rounds(const Node& n, size_t part) {
+  switch (n.op) {
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Exp:
+    case Op::Log:
+    case Op::Sqrt:
+    case Op::Rsqrt:
+    case Op::Sigmoid:
+    case Op::Silu:
+    case Op::Gelu:
+    case Op::Tanh:
+    case Op::Pow:
+    case Op::Cast:
+    case Op::MatMul:
+    case Op::TileMatMul:
+      return true;
+    case Op::Reduce:
+    case Op::PReduce: {
+      const Reduction& r = attr_red(n.attrs, 1).get();
+      if (part >= r.arity()) return true;
+      return r.components[part].base == RedBase::Add || r.components[part].repair != Repair::None;
+    }
+    default:
+      return false;
+  }
+}
+
+// splitmix64: a counter-based stream, so a node's draws depend on the seed and
+// its id only.
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+void add_rounding(const Node& n, NodeId id, const Type& type, Value& v, const RoundingNoise& noise) {
+  uint64_t state = noise.seed ^ (uint64_t(id.v) + 1) * 0xd1b54a32d192ed03ull;
+  for (size_t i = 0; i < v.parts.size() && i < type.parts.size(); ++i) {
+    const double step = noise.scale * unit_roundoff(type.parts[i].dtype);
+    if (step == 0 || type.parts[i].literal || !rounds(n, i)) continue;  // folded literals are constants
+    for (double& x : v.parts[i].data) {
+      const double r = double(splitmix64(state) >> 11) * 0x1p-52 - 1.0;  // uniform in [-1, 1)
+      x += x * (step * r);  // not x·(1 + step·r): 1 + 2^-53·r is 1 again in float64
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<Axis> axes_of(const Program& p) {
@@ -510,7 +582,8 @@ std::vector<Axis> axes_of(const Program& p) {
 namespace interp {
 
 std::vector<Value> evaluate_roots(const Program& p, const std::vector<Tensor64>& inputs,
-                                  const BlockSizes& blocks, std::span<const NodeId> roots) {
+                                  const BlockSizes& blocks, std::span<const NodeId> roots,
+                                  const RoundingNoise& rounding) {
   if (p.types().size() != p.size())
     throw Error(p.file, {},
                 "program " + std::string(p.name.valid() ? p.name.str() : "") +
@@ -544,6 +617,7 @@ std::vector<Value> evaluate_roots(const Program& p, const std::vector<Tensor64>&
     const NodeId id{uint32_t(i)};
     try {
       vals[i] = eval_node(p, id, vals, inputs, input_index, s);
+      if (rounding.scale != 0) add_rounding(p.node(id), id, p.type(id).get(), vals[i], rounding);
     } catch (const Error& e) {
       if (e.loc().line != 0) throw;
       throw Error(p.file, p.node(id).loc, e.message());
@@ -560,10 +634,10 @@ std::vector<Value> evaluate_roots(const Program& p, const std::vector<Tensor64>&
 }  // namespace interp
 
 std::vector<Tensor64> evaluate(const Program& p, const std::vector<Tensor64>& inputs,
-                               const BlockSizes& blocks) {
+                               const BlockSizes& blocks, const RoundingNoise& rounding) {
   std::vector<NodeId> roots;
   for (const OutputDecl& o : p.outputs()) roots.push_back(o.value);
-  const std::vector<Value> vals = interp::evaluate_roots(p, inputs, blocks, roots);
+  const std::vector<Value> vals = interp::evaluate_roots(p, inputs, blocks, roots, rounding);
   std::vector<Tensor64> out;
   for (size_t i = 0; i < roots.size(); ++i) {
     const OutputDecl& o = p.outputs()[i];

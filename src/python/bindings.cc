@@ -153,16 +153,23 @@ NB_MODULE(_core, m) {
   m.def(
       "evaluate",
       [](const std::string& text, uint64_t seed, const std::optional<std::map<std::string, int64_t>>& blocks,
-         const std::optional<nb::dict>& inputs, const std::string& file) {
+         const std::optional<nb::dict>& inputs, const std::string& file, double rounding,
+         uint64_t rounding_seed) {
         Program p = parse_and_check(text, file);
         BlockSizes sizes = blocks_for(p, blocks, seed);
         std::vector<Tensor64> values = inputs ? inputs_from(p, *inputs) : random_inputs(p, seed);
-        return named_arrays(p, evaluate(p, values, sizes), /*outputs=*/true);
+        if (!(rounding >= 0)) throw Error("rounding must be at least 0, got " + std::to_string(rounding));
+        return named_arrays(p, evaluate(p, values, sizes, RoundingNoise{rounding, rounding_seed}),
+                            /*outputs=*/true);
       },
       "text"_a, "seed"_a = 0, "blocks"_a = nb::none(), "inputs"_a = nb::none(), "file"_a = "<string>",
+      "rounding"_a = 0.0, "rounding_seed"_a = 0,
       "Evaluates a program in float64 with the reference interpreter.\n\n"
       "inputs: {name: array in the declared layout}; when omitted, random inputs from the seed.\n"
       "blocks: {axis name: block size}, e.g. {'t.0': 16}; axes not given get random sizes from the seed.\n"
+      "rounding: when > 0, each rounded node's floating result is multiplied elementwise by\n"
+      "1 + rounding * u * U(-1, 1), u the unit roundoff of its dtype, random from rounding_seed\n"
+      "(a model of a kernel's rounding, for noise estimates; 0 evaluates exactly).\n"
       "Returns {output name: float64 array in the output's layout}.");
 
   m.def(

@@ -174,6 +174,91 @@ def test_noise_floor_of_half_outputs_uses_their_roundoff():
     assert not fuzz._within_noise(text, trial)
 
 
+# Fuzzer seed 300160 (ci mode): y0 is the variance over t of columns that are
+# constant (x0 broadcast over t where x0 != 0): exactly 0, 1e-31 in float64
+# (the rounding of the mean), so every candidate is "relative error 1" off.
+ZERO_VARIANCE = """(program gen300160
+  (dims (k 8) (t 11) (s 1) (k_2 8) (t_2 11))
+  (input x0 f64 [s k])
+  (input x1 f64 [t s])
+  (input x2 f64 [s])
+  (let t0 (where (eq x0 0) x1 x0))
+  (let v1 (matmul s x2 t0))
+  (let t1 (sub t0 (div (sum t t0) 11)))
+  (output y0 [s k] (sum t (mul t1 t1)))
+  (output y1 [k t] v1))
+"""
+
+# Fuzzer seed 300980 (ci mode): t1 = sum t^2 = 650 from iota, so t1 - (x0 + t1)
+# loses 650 x 2^-24 against x0 ~ 1 in f32: every candidate is 2.5e-5 off, and
+# moving the inputs does not show it.
+ROUNDED_IOTA = """(program gen300980
+  (dims (s 13) (n 5) (t 13) (h 13) (t_2 13) (h_2 13))
+  (input x0 f32 [s n])
+  (input x1 f32 [s t h])
+  (let t0 (cast f32 (iota t)))
+  (let t1 (matmul t t0 t0))
+  (output y0 [h t] (matmul s (max n (sub t1 (add x0 t1))) x1)))
+"""
+
+# No cancellation: positive terms, one f32 rounding of each value.
+BENIGN = """(program p (dims (m 6) (k 7)) (input x f32 [m k]) (input w f32 [k])
+  (let e (exp x))
+  (output y [m] (sum k (mul e (add (cast f32 (iota k)) 1))))
+  (output z [m k] (mul e (exp w))))
+"""
+
+
+def test_rounding_floor_sees_rounding_that_inputs_do_not_move():
+    fp32 = check.TOLERANCE_FP32
+    # Seed 300980: the input floor misses the rounded iota sum, the rounding floor sees it.
+    assert fuzz.NOISE_FACTOR * fuzz.noise_floor(ROUNDED_IOTA, 300980)["y0"] < 2.51e-5
+    assert fuzz.NOISE_FACTOR * fuzz.rounding_floor(ROUNDED_IOTA, 300980)["y0"] > 2.51e-5
+    trial = check.Trial(300980, {}, {"y0": 2.51e-5}, {"y0": fp32})
+    assert fuzz._within_noise(ROUNDED_IOTA, trial)
+    trial.errors = {"y0": 2 * fuzz.NOISE_CAP}  # the cap still holds
+    assert not fuzz._within_noise(ROUNDED_IOTA, trial)
+    # Seed 300160: y0 is numerically zero (rounding alone moves it by more
+    # than half), so its error is not held to the cap -- but to 10x the floor.
+    assert fuzz.rounding_floor(ZERO_VARIANCE, 300160)["y0"] >= fuzz.NOISE_ZERO
+    assert fuzz.rounding_floor(ZERO_VARIANCE, 300160)["y1"] < 1e-14
+    trial = check.Trial(300160, {}, {"y0": 1.0, "y1": 0.0}, {"y0": fp32, "y1": fp32})
+    assert fuzz._within_noise(ZERO_VARIANCE, trial)
+    trial.errors = {"y0": 1e6, "y1": 0.0}  # a kernel's garbage, not rounding
+    assert not fuzz._within_noise(ZERO_VARIANCE, trial)
+    trial.errors = {"y0": 0.0, "y1": 2e-5}  # y1 is benign
+    assert not fuzz._within_noise(ZERO_VARIANCE, trial)
+
+
+@pytest.mark.parametrize("seed,text", [(300160, ZERO_VARIANCE), (300980, ROUNDED_IOTA)],
+                         ids=["seed300160", "seed300980"])
+def test_the_programs_own_rounding_is_ok_within_the_noise_floor(monkeypatch, seed, text):
+    # The whole driver on the two programs: candidates past the tolerance by
+    # their rounding only.
+    monkeypatch.setattr(fuzz, "generate", lambda seed, gen_args=(), form="plain": text)
+    r = fuzz.fuzz_one(seed, fuzz.MODES["ci"]["config"])
+    assert r.status == "ok" and r.noise, r.line()
+    assert r.worst_error > check.TOLERANCE_FP32
+
+
+def test_an_output_off_by_1e_2_without_cancellation_is_wrong(monkeypatch):
+    # Both floors of this program are about 2e-7 -- it rounds, but nothing
+    # amplifies the rounding -- so neither excuses an output 1e-2 off, nor
+    # one just past the tolerance.
+    rounding = fuzz.rounding_floor(BENIGN, 7)
+    assert 0 < rounding["y"] < 1e-6 and 0 < rounding["z"] < 1e-6
+    fp32 = check.TOLERANCE_FP32
+    for errors in ({"y": 1e-2, "z": 0.0}, {"y": 0.0, "z": 1e-2}, {"y": 2e-5, "z": 0.0}):
+        assert not fuzz._within_noise(BENIGN, check.Trial(7, {}, errors, {"y": fp32, "z": fp32})), errors
+    wrong = BENIGN.replace("(sum k (mul e", "(mul 1.01 (sum k (mul e").replace("1))))\n", "1)))))\n", 1)
+    assert wrong != BENIGN
+    monkeypatch.setattr(fuzz, "generate", lambda seed, gen_args=(), form="plain": BENIGN)
+    monkeypatch.setattr(fuzz, "_extract", lambda text, config, also: ([{"rank": 1, "program": wrong}], {}))
+    r = fuzz.fuzz_one(7, fuzz.Config(trials=2))
+    assert r.status == "wrong" and r.stage == "run", r.line()
+    assert "y 0.01 " in r.detail, r.detail
+
+
 def test_output_tolerances_follow_half_precision_values():
     text = (ROOT / "tests" / "golden" / "fuzz" / "half_cast_output.eqf").read_text()
     assert check.output_tolerances(text) == {"y0": check.TOLERANCE_FP32, "y1": check.TOLERANCE_HALF}

@@ -31,10 +31,24 @@ BlockSizes random_block_sizes(const Program& p, uint64_t seed);
 // Bool inputs are random 0/1; i32 inputs small integers.
 std::vector<Tensor64> random_inputs(const Program& p, uint64_t seed);
 
+// A model of the rounding a kernel does in the program's dtypes, for noise
+// estimates (not for checking): with scale > 0, every element of a rounded
+// node's floating result is multiplied by 1 + scale·u·r, u the unit roundoff
+// of the node's dtype (f64 2^-53, f32 2^-24, f16 2^-11, bf16 2^-8) and r
+// uniform in [-1, 1) from the seed and the node. Rounded nodes: arithmetic,
+// casts, sums and contractions; leaves (inputs, constants, iota), neg,
+// comparisons, selections (where, max2, min2, max reductions) and data
+// movement are exact, and i32/bool values never change. scale 0 (the
+// default) evaluates exactly as without it.
+struct RoundingNoise {
+  double scale = 0;
+  uint64_t seed = 0;
+};
+
 // Evaluates a type-checked program. inputs: in declared order and layout.
 // Returns outputs in declared order and layout. Throws eqf::Error when an
 // axis lacks a block size or an input has the wrong shape.
 std::vector<Tensor64> evaluate(const Program& p, const std::vector<Tensor64>& inputs,
-                               const BlockSizes& blocks = {});
+                               const BlockSizes& blocks = {}, const RoundingNoise& rounding = {});
 
 }  // namespace eqf
