@@ -226,7 +226,9 @@ def compile_captured(fe, fn, example_inputs: tuple, opts: Options, progress: Pro
                                    interpret, gpu, module_dir)
     if not found.candidates:
         st = found.stats
-        limits = "; a search limit was hit (options node_limit, search_time_s, extract_time_s)" \
+        which = {"memory": "memory_limit_mb", "time": "extract_time_s"}.get(st.get("limit"))
+        limits = ("; extraction stopped at its " + st["limit"] + f" limit (option {which})" if which else
+                  "; a search limit was hit (options node_limit, search_time_s, extract_time_s, memory_limit_mb)") \
             if st.get("limit_hit") else ""
         raise NoValidCandidate(
             f"extraction found no candidate programs for {fe.name} "

@@ -62,6 +62,8 @@ class Options:
     # Cap on the e-graph's memory during saturation, in MiB: saturation stops
     # before the e-graph would hold more, and extraction goes on with what it
     # has (the report's search line then says "saturation stop memory-limit").
+    # Extraction's partial programs get the same cap: past it, extraction
+    # stops with the candidates it has (stats: limit "memory").
     memory_limit_mb: int = 4096
     # Programs with more operators than this are cut into subgraphs of at
     # most this many, each searched on its own (identical ones once) and

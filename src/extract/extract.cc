@@ -66,6 +66,7 @@ class Frontier {
   bool empty() const { return order_ == ExtractOrder::BestFirst ? heap_.empty() : queue_.empty(); }
 
   void push(PartialProgram&& s, double price) {
+    bytes_ += state_bytes(s);
     if (order_ != ExtractOrder::BestFirst) {
       queue_.push_back(std::move(s));
       return;
@@ -101,7 +102,16 @@ class Frontier {
         break;
       }
     }
+    bytes_ -= state_bytes(s);
     return s;
+  }
+
+  // What the queued partial programs hold (their arrays and the queue's
+  // entries), for the memory limit.
+  size_t bytes() const { return bytes_; }
+  static size_t state_bytes(const PartialProgram& s) {
+    return sizeof(PartialProgram) + sizeof(Entry) + s.filled.capacity() * sizeof(Filled) +
+           s.holes.capacity() * sizeof(Hole);
   }
 
   // Depth-first pops the last child first: reversing the children just
@@ -130,7 +140,12 @@ class Frontier {
   std::vector<uint32_t> free_;
   std::priority_queue<Entry> heap_;
   uint64_t seq_ = 0;
+  size_t bytes_ = 0;
 };
+
+// An entry of a key set: the key, the hash node's next pointer and cached
+// hash, and a bucket pointer (libstdc++'s unordered_set at load factor 1).
+constexpr size_t kKeyEntryBytes = sizeof(Key) + 3 * sizeof(void*);
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -251,6 +266,15 @@ class Enumerator {
         st.limit_hit = true;
         st.limit = "time";
         break;
+      }
+      if ((st.states_expanded & 63) == 0 && opt_.memory_limit_bytes > 0) {
+        size_t bytes = work.bytes() + (seen_.size() + after_keys_.size()) * kKeyEntryBytes;
+        st.peak_memory_bytes = std::max<uint64_t>(st.peak_memory_bytes, bytes);
+        if (bytes > opt_.memory_limit_bytes) {
+          st.limit_hit = true;
+          st.limit = "memory";
+          break;
+        }
       }
       ++st.states_expanded;
       const Hole hole = s.holes.front();

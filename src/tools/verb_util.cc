@@ -111,6 +111,7 @@ void read_extract_options(const Args& args, const Program& p, ExtractSetup& setu
   opt.mode = *m;
   opt.max_states = args.unsigned_integer("--max-states", opt.max_states);
   opt.time_limit_s = seconds_option(args, "--time-limit", opt.time_limit_s);
+  opt.memory_limit_bytes = memory_limit_option(args);
   opt.prune_k = size_t(args.unsigned_integer("--prune", 0));
   if (!args.has("--no-cost"))
     setup.cost = std::make_unique<CostModel>(load_target(args.value("--target").value_or("h200")));
@@ -134,7 +135,7 @@ std::vector<OptionSpec> extract_option_specs() {
       {.name = "--sat-time-limit", .value_name = "S", .help = "saturation stops after S seconds (default 60)"},
       {.name = "--iter-limit", .value_name = "N", .help = "saturation stops after N iterations (default 10000)"},
       {.name = "--memory-limit", .value_name = "MB",
-       .help = "saturation stops before the e-graph holds more than MB MiB (default none)"},
+       .help = "saturation stops before the e-graph holds more than MB MiB, extraction before its partial programs do (default none)"},
       {.name = "--mode", .value_name = "MODE", .help = "early (default), after or none"},
       {.name = "--order", .value_name = "ORDER",
        .help = "best (default with a cost model: cheapest first), bfs (the paper's breadth-first) or dfs"},

@@ -78,8 +78,10 @@ int verb_extract(const Args& args) {
       << ", \"seconds\": " << num(st.seconds) << ", \"enumerate_seconds\": " << num(st.enumerate_seconds)
       << ", \"rank_seconds\": " << num(st.rank_seconds) << ", \"skipped_equivalent\": " << st.skipped_equivalent
       << ", \"pruned\": " << st.pruned << ", \"dead_ends\": " << st.dead_ends << ", \"invalid\": " << st.invalid
-      << ", \"infeasible\": " << st.infeasible << ", \"limit_hit\": " << (st.limit_hit ? "true" : "false")
-      << ", \"egraph\": {\"enodes\": " << g.num_nodes() << ", \"eclasses\": " << g.num_classes();
+      << ", \"infeasible\": " << st.infeasible << ", \"limit_hit\": " << (st.limit_hit ? "true" : "false");
+    if (st.limit_hit) o << ", \"limit\": " << json_quoted(st.limit);
+    if (opt.memory_limit_bytes) o << ", \"extract_peak_memory_bytes\": " << st.peak_memory_bytes;
+    o << ", \"egraph\": {\"enodes\": " << g.num_nodes() << ", \"eclasses\": " << g.num_classes();
     if (sat.ran)
       o << ", \"saturation_seconds\": " << num(sat.report.seconds) << ", \"stop\": "
         << json_quoted(stop_reason_name(sat.report.stop)) << ", \"memory_bytes\": " << sat.report.memory_bytes

@@ -256,6 +256,28 @@ TEST(ExtractBestFirst, DecodeFindsFlashDecoding) {
   EXPECT_TRUE(compare_programs(s.u.naive, flash_decoding->program, 11, 1).equivalent());
 }
 
+// The frontier of partial programs is bounded by a memory limit as the
+// e-graph is: the search stops with the limit named, having counted at
+// most a little past it (the check runs every 64 expansions).
+TEST(ExtractBestFirst, AMemoryLimitBoundsThePartialPrograms) {
+  Saturated s("examples/workloads/ngpt.eqf");
+  ExtractOptions o;
+  o.order = ExtractOrder::BestFirst;
+  o.cost = &h200();
+  o.max_candidates = 256;
+  o.memory_limit_bytes = size_t(1) << 40;  // counted, never reached
+  ExtractResult free = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
+  EXPECT_FALSE(free.stats.limit_hit) << free.stats.limit;
+  const size_t cap = 2 << 20;
+  ASSERT_GT(free.stats.peak_memory_bytes, 2 * cap);  // else the cap below would not bind
+  o.memory_limit_bytes = cap;
+  ExtractResult capped = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
+  EXPECT_TRUE(capped.stats.limit_hit);
+  EXPECT_EQ(capped.stats.limit, "memory");
+  EXPECT_GT(capped.stats.peak_memory_bytes, cap);
+  EXPECT_LT(capped.stats.peak_memory_bytes, cap + cap / 10) << capped.stats.peak_memory_bytes;
+}
+
 TEST(ExtractBestFirst, NeedsACostModel) {
   Saturated s("examples/matmul/naive.eqf");
   ExtractOptions o;

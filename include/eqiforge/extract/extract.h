@@ -97,6 +97,11 @@ struct ExtractOptions {
   // (the stats say which limit was hit).
   uint64_t max_states = 5'000'000;
   double time_limit_s = 600;
+  // Stop once the partial programs waiting for expansion and the keys of
+  // those seen hold more than this many bytes (0: no limit), checked every
+  // 64 expansions. Best-first's frontier grows with every state it does not
+  // take; this bounds it where max_states would take too long to.
+  size_t memory_limit_bytes = 0;
   // Ranking (and feasibility: tiles must fit for some block sizes) when set.
   const CostModel* cost = nullptr;
   // Cost pruning with the k-th best candidate's estimate; 0 = off.
@@ -119,8 +124,9 @@ struct ExtractStats {
   uint64_t invalid = 0;            // complete programs without a kernel form within the limits
   uint64_t distinct = 0;           // valid candidates distinct under ≈ (none: not de-duplicated)
   uint64_t infeasible = 0;         // valid candidates whose tiles fit no block sizes
-  bool limit_hit = false;          // max_states or time_limit_s stopped the expansion
-  std::string limit;               // which: "states" or "time"
+  bool limit_hit = false;          // max_states, time_limit_s or memory_limit_bytes stopped the expansion
+  std::string limit;               // which: "states", "time" or "memory"
+  uint64_t peak_memory_bytes = 0;  // the most the memory limit's check counted (0 without a limit)
   std::string first_invalid;       // why the first invalid complete program is not a candidate
   std::string first_infeasible;    // why the first infeasible one fits no block sizes
   bool enough = false;             // max_candidates feasible candidates were found
