@@ -133,6 +133,7 @@ def _interpret():
         raise CheckError("triton was imported before TRITON_INTERPRET=1 was set; set it before importing triton")
     _scalar_index_compat()
     _bf16_dot_compat()
+    _bf16_rounding_compat()
 
 
 def _scalar_index_compat():
@@ -185,6 +186,34 @@ def _bf16_dot_compat():
 
     patched._eqiforge_compat = True
     builder.create_dot = patched
+
+
+def _bf16_rounding_compat():
+    """Triton's interpreter (3.9 and older) converts float32 to bf16 by
+    dropping the low mantissa bits (cast_impl, which `.to` without a
+    rounding mode reaches through create_fp_trunc): it
+    rounds toward zero, where the GPU (and PyTorch) round to nearest even.
+    The bias adds up: a sum of bf16-stored squares came out 1.4% off (fuzzer
+    seed 407200) where eager's bf16 is 0.2-0.4% off. Round to nearest even, as
+    the GPU does, through PyTorch's conversion."""
+    from triton.runtime import interpreter
+    import torch
+    import triton.language as tl
+
+    builder = getattr(interpreter, "InterpreterBuilder", None)
+    cast = getattr(builder, "cast_impl", None)  # what create_fp_trunc calls
+    if cast is None or getattr(cast, "_eqiforge_compat", False):
+        return
+
+    def patched(self, src, dst_type):
+        if src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16:
+            values = torch.from_numpy(np.ascontiguousarray(src.data, dtype=np.float32))
+            bits = values.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+            return interpreter.TensorHandle(bits.reshape(np.shape(src.data)), tl.bfloat16)
+        return cast(self, src, dst_type)
+
+    patched._eqiforge_compat = True
+    builder.cast_impl = patched
 
 
 # ---- programs ----------------------------------------------------------------------
