@@ -153,7 +153,7 @@ double CostGuide::elements(const Type& t) const {
   return n;
 }
 
-double CostGuide::compute_price(EClassId c, const Option& o) const {
+double CostGuide::compute_price(EClassId c, const Option& o, bool dot) const {
   const Type& out = g_.type(c).get();
   switch (o.op) {
     case Op::Input:
@@ -178,7 +178,7 @@ double CostGuide::compute_price(EClassId c, const Option& o) const {
       double k_local = elements(k_only);
       for (const AxisState& as : k_only.delta) k_local /= coords(as.axis);
       double flops = 2 * elements(out) * k_local;
-      bool tensor_cores = (a.dtype == DType::F16 || a.dtype == DType::BF16) && is_dot(o);
+      bool tensor_cores = (a.dtype == DType::F16 || a.dtype == DType::BF16) && dot;
       return flops / (tensor_cores ? target_.mma_flops_per_s : target_.fp_flops_per_s);
     }
     default:
@@ -292,12 +292,13 @@ double CostGuide::price(EClassId c, uint32_t option) {
           p += target_.launch_s + elements(t) * dtype_bytes(t.dtype) / target_.kernel_bytes_per_s;
           break;
         }
-        case Option::Kind::Node:
-          p += compute_price(c, o);
+        case Option::Kind::Node: {
+          const bool dot = o.op == Op::TileMatMul && is_dot(o);
+          p += compute_price(c, o, dot);
           // A computed tile lives in registers (fp32); tl.dot pads its
           // blocks to the smallest dot.
           if (o.op == Op::TileMatMul) {
-            if (is_dot(o)) {
+            if (dot) {
               if (!dot_operands_fit(o)) p = kInf;
             } else {
               // The product lives in registers before its sum: at nominal
@@ -308,13 +309,14 @@ double CostGuide::price(EClassId c, uint32_t option) {
             }
           }
           if (!table_.facts(c).global && o.op != Op::Collect && o.op != Op::Tuple && o.op != Op::Proj) {
-            double floor = o.op == Op::TileMatMul && is_dot(o) ? double(target_.min_dot) : 1;
+            double floor = dot ? double(target_.min_dot) : 1;
             for (const TensorType& part : g_.type(c).get().parts) {
               if (!fits(part, 4, target_.register_bytes_per_program, floor)) p = kInf;
               if (pricing_ == GuidePricing::Shared) p += pressure_price(part);
             }
           }
           break;
+        }
       }
       ps[i] = p;
     }

@@ -146,7 +146,7 @@ class CostGuide {
   double block(Axis a) const;                  // nominal block size
   double coords(Axis a) const;                 // coordinates of a, at nominal blocks
   double extent(Symbol dim) const;
-  double compute_price(EClassId c, const Option& o) const;
+  double compute_price(EClassId c, const Option& o, bool dot) const;  // dot: a tile_matmul that is_dot
   double pressure_price(const TensorType& t) const;
 
   const EGraph& g_;
