@@ -254,3 +254,12 @@ def test_interpreter_warning_is_given_once(stand_in, monkeypatch):
 def test_bad_option_fails_before_capture():
     with pytest.raises(OptionError):
         api.optimize(relu_matmul, *inputs(), top_k=-1)
+
+
+@pytest.mark.parametrize("limit, option", [("memory", "memory_limit_mb"), ("time", "extract_time_s")])
+def test_an_extraction_stopped_by_its_limit_names_the_option(monkeypatch, tmp_path, limit, option):
+    # One operator: no partition to fall back on, so the search's result is final.
+    stats = {"limit_hit": True, "limit": limit, "states_expanded": 7}
+    monkeypatch.setattr(search, "find_candidates", lambda *a, **k: search.SearchResult([], dict(stats)))
+    with pytest.raises(NoValidCandidate, match=f"extraction stopped at its {limit} limit \\(option {option}\\)"):
+        api.optimize(torch.relu, torch.randn(4, 5), cache_dir=tmp_path)
