@@ -643,12 +643,72 @@ def _dropout(cx, a):
     return cx.val(a.input)
 
 
+# The IR has no slicing. Part of a short dim is selected instead: the slice
+# [start, start + L) of a dim d of extent E is sum over d of
+# where(iota(d) == iota(j) + start, x, 0), j a new dim of extent L (none when
+# L = 1). It reads the whole dim, so it is only worth it on short dims (two
+# attention maps, a few streams), not on a sequence.
+SELECT_MAX_EXTENT = 64
+
+
+def _select_part(cx, x, p: int, start: int, length: int, keep: bool):
+    """x's positions p restricted to [start, start + length); keep=False drops
+    the position (select, length 1)."""
+    extent = _extent(cx, x, p)
+    if extent > SELECT_MAX_EXTENT:
+        raise cx.unsupported(f"of part of a dim of extent {extent} is not supported (the IR has no slicing; "
+                             f"parts of dims up to {SELECT_MAX_EXTENT} are selected by a masked sum)")
+    if p in x.missing or x.dims[p] is None:  # constant along p: only the extent changes
+        dims = list(x.dims)
+        missing = set(x.missing)
+        if not keep:
+            del dims[p]
+            missing = {q - (q > p) for q in missing if q != p}
+        else:
+            dims[p] = None if length == 1 else cx.fresh(length)
+            missing = missing - {p} if length == 1 else missing | {p}
+        return Val(x.expr, tuple(dims), x.dtype, frozenset(missing))
+    index = cx.index(x, p)
+    if length == 1:
+        mask = cx.compare("eq", index, start)
+        picked = cx.where(mask, x, 0)
+        return cx.reduce(picked, [p], "sum", keepdim=keep)
+    # The new dim j after position p: [.., d, j, ..], then d summed away.
+    j = cx.fresh(length)
+    wide = cx.unsqueeze(x, p + 1)
+    index = cx.unsqueeze(index, p + 1)
+    dims = [None] * wide.rank
+    dims[p + 1] = j
+    target = cx.make(term("iota", attrs=(Dim(j),)), dims, "i32")
+    if start:
+        target = cx.pointwise("add", target, start, dtype="i32")
+    mask = cx.compare("eq", index, target)
+    picked = cx.where(mask, wide, 0)
+    return cx.reduce(picked, [p], "sum")
+
+
 @register(aten.slice.Tensor)
 def _slice(cx, a):
     x = cx.val(a.self)
-    if tuple(cx.out_shape) != tuple(_extent(cx, x, i) for i in range(x.rank)) or (a.step or 1) != 1:
-        raise cx.unsupported("of part of a dim is not supported (the IR has no slicing)")
-    return x
+    if (a.step or 1) != 1:
+        raise cx.unsupported(f"with step {a.step} is not supported (the IR has no strided slicing)")
+    if tuple(cx.out_shape) == tuple(_extent(cx, x, i) for i in range(x.rank)):
+        return x
+    p = a.dim % x.rank
+    extent = _extent(cx, x, p)
+    start = a.start or 0
+    start = max(0, min(extent, start + extent if start < 0 else start))
+    length = cx.out_shape[p]
+    return _select_part(cx, x, p, start, length, keep=True)
+
+
+@register(aten.select.int)
+def _select(cx, a):
+    x = cx.val(a.self)
+    p = a.dim % x.rank
+    extent = _extent(cx, x, p)
+    index = a.index + extent if a.index < 0 else a.index
+    return _select_part(cx, x, p, index, 1, keep=False)
 
 
 @register(aten.to.dtype, aten.to.dtype_layout, aten._to_copy.default, aten.type_as.default, aten.to.other,
