@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import os
 import re
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +68,22 @@ class _FunctionModule(torch.nn.Module):
 
     def forward(self, *args):
         return self.fn(*args)
+
+
+def _named_forward(fn):
+    """A plain function's code under the name ``forward``. Non-strict export
+    records only the stack frames of functions named ``forward`` (a module's),
+    so the lines of a plain function would be missing from every node's stack
+    trace and errors could not quote them. Strict export falls back to
+    non-strict whenever TorchDynamo cannot trace, e.g. for a function whose
+    module is not importable by name (loaded from a file without an entry in
+    ``sys.modules``, or made by ``exec``)."""
+    if not isinstance(fn, types.FunctionType) or fn.__code__.co_name == "forward":
+        return fn
+    renamed = types.FunctionType(fn.__code__.replace(co_name="forward"), fn.__globals__, "forward",
+                                 fn.__defaults__, fn.__closure__)
+    renamed.__kwdefaults__ = fn.__kwdefaults__
+    return renamed
 
 
 def identifier(text: str, fallback: str) -> str:
@@ -147,12 +164,14 @@ def capture(fn_or_module, *example_inputs, strict: bool = True, name: str | None
                 f"argument {i} is a {type(x).__name__}: the front end takes tensors and numbers as arguments"
             )
 
+    # For non-strict export, a plain function runs as `forward` (_named_forward).
+    loose = module if not isinstance(module, _FunctionModule) else _FunctionModule(_named_forward(fn_or_module))
     try:
-        program = torch.export.export(module, tuple(example_inputs), strict=strict)
+        program = torch.export.export(module if strict else loose, tuple(example_inputs), strict=strict)
     except Exception as e:  # noqa: BLE001 -- any capture failure becomes one clear error
         if strict:
             try:  # TorchDynamo could not trace it; the non-strict path often can
-                program = torch.export.export(module, tuple(example_inputs), strict=False)
+                program = torch.export.export(loose, tuple(example_inputs), strict=False)
             except Exception:
                 raise FrontendError(f"torch.export could not capture the program: {e}") from e
         else:

@@ -63,6 +63,43 @@ def is_literal(e: Expr) -> bool:
     return False
 
 
+def _gelu(x: float) -> float:
+    return 0.5 * x * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+_FOLD = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
+    "max2": max, "min2": min, "neg": lambda a: -a, "exp": math.exp, "log": math.log, "sqrt": math.sqrt,
+    "rsqrt": lambda a: 1.0 / math.sqrt(a), "sigmoid": _sigmoid, "silu": lambda a: a * _sigmoid(a), "gelu": _gelu,
+    "tanh": math.tanh, "lt": lambda a, b: float(a < b), "le": lambda a, b: float(a <= b),
+    "eq": lambda a, b: float(a == b), "where": lambda c, a, b: a if c else b,
+}
+
+
+def literal_value(e: Expr) -> float | None:
+    """The value of a literal expression (a Lit, or pointwise ops of Lits, as
+    PyTorch's decompositions write them: `weight < 0.5` of a Python number),
+    or None when it cannot be folded here."""
+    if isinstance(e, Lit):
+        return e.value
+    if not (isinstance(e, Term) and is_literal(e)):
+        return None
+    args = [literal_value(a) for a in e.args]
+    if any(a is None for a in args):
+        return None
+    try:
+        if e.op == "pow":
+            return float(args[0] ** e.attrs[0])
+        fn = _FOLD.get(e.op)
+        return None if fn is None else float(fn(*args))
+    except (ArithmeticError, ValueError, TypeError, IndexError):
+        return None
+
+
 def number_text(v: float) -> str:
     v = float(v)
     if math.isinf(v):

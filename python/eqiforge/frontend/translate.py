@@ -34,7 +34,7 @@ from .dims import (
     DimSolver,
 )
 from .errors import FrontendError, UnsupportedOpError
-from .expr import Dim, Expr, Lit, Ref, Term, dims_in, is_literal, render, term
+from .expr import Dim, Expr, Lit, Ref, Term, dims_in, is_literal, literal_value, render, term
 from .result import FrontendResult, InputInfo, OutputInfo
 
 _DTYPES = {
@@ -151,6 +151,15 @@ class Translator:
     def unsupported(self, message: str | None = None) -> UnsupportedOpError:
         loc, src = source_of(self.node) if self.node is not None else ("", "")
         op = op_name(self.node.target) if self.node is not None else "?"
+        # An operator of PyTorch's decomposition of what the user wrote
+        # (torch.roll -> aten.fmod, aten.index_select): name the user's.
+        origin = self.node.meta.get("original_aten") if self.node is not None else None
+        if isinstance(origin, torch._ops.OpOverload) and origin != self.node.target:
+            user_op = op_name(origin)
+            if user_op != op:
+                what = f"{op} {message}" if message else f"{op}, which the IR has no form for"
+                return UnsupportedOpError(user_op, f"{user_op} is not supported: PyTorch decomposes it into {what}",
+                                          loc, src)
         return UnsupportedOpError(op, f"{op} {message}" if message else None, loc, src)
 
     # ---- the current node -------------------------------------------------------------
@@ -367,8 +376,9 @@ class Translator:
     def where(self, cond, a, b) -> Val:
         cond, a, b = self.val(cond), self.val(a), self.val(b)
         dtype = self.out_dtype
-        if cond.literal:
-            return self.pick(self.cast(a if cond.expr.value else b, dtype), [cond, a, b])
+        c = literal_value(cond.expr) if cond.literal else None
+        if c is not None:  # a constant condition (PyTorch's lerp decomposition: where(0.25 < 0.5, ...))
+            return self.cast(self.pick(a if c else b, [cond, a, b]), dtype)
         if a.literal and b.literal:  # give the result a dtype: cast one branch
             a = Val(term("cast", a.expr, attrs=(dtype,)), a.dims, dtype, a.missing)
         vals, dims, missing = self.broadcast([self.cast(cond, "bool"), self.cast(a, dtype), self.cast(b, dtype)])
@@ -389,22 +399,23 @@ class Translator:
 
     def logical_and(self, a: Val, b: Val) -> Val:
         a, b = self.cast(self.val(a), "bool"), self.cast(self.val(b), "bool")
-        if a.literal or b.literal:
-            lit, other = (a, b) if a.literal else (b, a)
-            return self.pick(other if lit.expr.value else lit, [a, b])
+        lit, other = (a, b) if literal_value(a.expr) is not None else (b, a)
+        if literal_value(lit.expr) is not None:
+            return self.pick(other if literal_value(lit.expr) else lit, [a, b])
         return self.pointwise("where", a, b, a, dtype="bool")  # a ? b : false
 
     def logical_or(self, a: Val, b: Val) -> Val:
         a, b = self.cast(self.val(a), "bool"), self.cast(self.val(b), "bool")
-        if a.literal or b.literal:
-            lit, other = (a, b) if a.literal else (b, a)
-            return self.pick(lit if lit.expr.value else other, [a, b])
+        lit, other = (a, b) if literal_value(a.expr) is not None else (b, a)
+        if literal_value(lit.expr) is not None:
+            return self.pick(lit if literal_value(lit.expr) else other, [a, b])
         return self.pointwise("where", a, a, b, dtype="bool")  # a ? true : b
 
     def logical_not(self, a: Val) -> Val:
         a = self.val(a)
-        if a.literal:
-            return replace(a, expr=Lit(0.0 if a.expr.value else 1.0), dtype="bool")
+        value = literal_value(a.expr)
+        if value is not None:
+            return replace(a, expr=Lit(0.0 if value else 1.0), dtype="bool")
         as_int = self.cast(a, "i32")
         return self.pointwise("eq", as_int, 0, dtype="i32", result_dtype="bool")
 

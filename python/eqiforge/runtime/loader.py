@@ -146,6 +146,20 @@ def _interpreted(forward):
     return run
 
 
+@functools.lru_cache(maxsize=None)
+def _interpreter_compat() -> None:
+    """Where Triton's interpreter computes other values than the GPU, the same
+    corrections as eqiforge.check's (bf16 dot operands multiplied as their
+    uint16 bit patterns, float32 to bf16 by truncation, scalar indices under
+    NumPy 2): without them every bf16 matmul fails verification on the CPU
+    path and optimize raises NoValidCandidate for it."""
+    from ..check import _bf16_dot_compat, _bf16_rounding_compat, _scalar_index_compat
+
+    _scalar_index_compat()
+    _bf16_dot_compat()
+    _bf16_rounding_compat()
+
+
 def load_module(source: str, interpret: bool, directory: Path | None = None) -> types.ModuleType:
     """Imports an emitted module; `interpret` runs its kernels in Triton's CPU
     interpreter. The file is written to `directory` (a temporary one if None)."""
@@ -153,6 +167,8 @@ def load_module(source: str, interpret: bool, directory: Path | None = None) -> 
     # the mode of the first module loaded: import it before touching the variable.
     import triton.language  # noqa: F401
 
+    if interpret:
+        _interpreter_compat()
     digest = source_hash(source)
     with _LOCK:
         loaded = _LOADED.get((digest, interpret))
