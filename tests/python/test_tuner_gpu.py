@@ -62,6 +62,39 @@ def test_lean_path_gives_the_same_bits_and_guards_its_specialization():
     assert calls == [1]
 
 
+def test_lean_path_reuses_intermediates_and_returns_fresh_outputs():
+    # Flash-decoding: a split kernel writes three partial-state buffers, a
+    # merge kernel reads them. The lean path keeps the partial states between
+    # calls on one stream; every call's output is a tensor of its own.
+    from pathlib import Path
+
+    from eqiforge import check
+    text = (Path(__file__).parents[2] / "examples/attention_decode/flash_decoding.eqf").read_text()
+    module = load_module(check.emit(text), interpret=False)
+    base = ModuleRunner(module, {"block_t0": 8})
+    shapes = [(3, 1, 8), (3, 29, 8), (3, 29, 8)]
+    draw = lambda: [torch.randn(s, device="cuda") for s in shapes]
+    lean = LeanRunner(base, draw())
+    seen = []
+    for _ in range(3):
+        inputs = draw()
+        (out,) = lean(*inputs)
+        assert torch.equal(out, base(*inputs)[0])
+        seen.append(out)
+    # The three outputs are distinct tensors that kept their own values.
+    assert len({t.data_ptr() for t in seen}) == 3
+    inputs = draw()
+    kept = seen[0].clone()
+    lean(*inputs)
+    assert torch.equal(seen[0], kept)
+    # Another stream gets intermediates of its own.
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        (out,) = lean(*inputs)
+    side.synchronize()
+    assert torch.equal(out, base(*inputs)[0]) and len(lean._scratch) == 2
+
+
 def test_lean_path_refuses_interpreted_kernels():
     module = load_module(GOOD, interpret=True)
     with pytest.raises(LeanPathUnavailable, match="interpreter"):

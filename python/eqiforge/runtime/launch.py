@@ -274,6 +274,19 @@ def _view_key(t: torch.Tensor) -> tuple:
     return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
 
 
+# The lean path keeps intermediate buffers between calls up to this many bytes
+# in all, for up to this many streams.
+SCRATCH_LIMIT_BYTES = 256 << 20
+SCRATCH_STREAMS = 4
+
+
+def _nbytes(spec: tuple) -> int:
+    shape, stride, dtype = spec
+    if any(n == 0 for n in shape):
+        return 0
+    return (1 + sum((n - 1) * st for n, st in zip(shape, stride))) * torch.empty((), dtype=dtype).element_size()
+
+
 def _signature(t: torch.Tensor) -> tuple:
     return (tuple(t.shape), tuple(t.stride()), t.dtype, t.device, t.data_ptr() % 16 == 0)
 
@@ -329,6 +342,18 @@ class LeanRunner:
             index = self._buffer(t, buffers, "an output")
             self.result.append((1, index))
         self.num_inputs = len(inputs)
+        # Intermediate buffers (written and read inside one call, never
+        # returned) are allocated once per stream and reused: calls on one
+        # stream run in order, so a call's kernels never see another's. That
+        # saves an allocation per buffer per call (host time that decode-sized
+        # programs are bound by). Outputs are fresh on every call. Above
+        # SCRATCH_LIMIT bytes they are allocated per call, as forward does.
+        outputs_at = {i for kind, i in self.result if kind == 1}
+        self._scratch_specs = [None if i in outputs_at else spec for i, spec in enumerate(self.buffer_specs)]
+        scratch_bytes = sum(_nbytes(spec) for spec in self._scratch_specs if spec is not None)
+        if scratch_bytes > SCRATCH_LIMIT_BYTES:
+            self._scratch_specs = [None] * len(self.buffer_specs)
+        self._scratch: dict[int, list] = {}
         # The lean path must give the same bits as the normal one.
         try:
             again = self._lean(inputs)
@@ -378,11 +403,21 @@ class LeanRunner:
         grid = tuple(int(g) for g in r.grid) + (1, 1, 1)
         return _Launch(compiled.run, compiled.function, compiled.packed_metadata, compiled, grid[:3], template, slots)
 
+    def _buffers(self, stream: int) -> list[torch.Tensor]:
+        device = self.device
+        scratch = self._scratch.get(stream)
+        if scratch is None:
+            scratch = [None if spec is None else torch.empty_strided(spec[0], spec[1], dtype=spec[2], device=device)
+                       for spec in self._scratch_specs]
+            if len(self._scratch) < SCRATCH_STREAMS:
+                self._scratch[stream] = scratch
+        return [t if t is not None else torch.empty_strided(shape, stride, dtype=dtype, device=device)
+                for t, (shape, stride, dtype) in zip(scratch, self.buffer_specs)]
+
     def _lean(self, inputs) -> tuple:
         device = self.device
-        bufs = [torch.empty_strided(shape, stride, dtype=dtype, device=device)
-                for shape, stride, dtype in self.buffer_specs]
         stream = self._get_stream(device.index)
+        bufs = self._buffers(stream)
         knobs = self._knobs.runtime if self._knobs is not None else None
         enter = knobs.launch_enter_hook if knobs is not None else None
         exit_ = knobs.launch_exit_hook if knobs is not None else None
