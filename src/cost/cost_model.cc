@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "cost/index_mask.h"
+#include "cost/kernel_tables.h"
 #include "cost/summary.h"
 #include "eqiforge/ir/diagnostic.h"
 
@@ -128,11 +129,12 @@ double dram_efficiency(double run) {
   return std::max(0.25, 0.6 * run / 32);
 }
 
-KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t) {
+// `exec`: scratch for the loops' execution counts (the minimizer reuses one).
+KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, std::vector<double>& exec) {
   KernelEval e;
   e.programs = 1;
   for (int g : k.grid) e.programs *= z.coords[size_t(g)];
-  std::vector<double> exec(k.loops.size());
+  exec.assign(k.loops.size(), 0.0);
   double acc_regs = 0;
   for (size_t i = 0; i < k.loops.size(); ++i) {
     const LoopRow& l = k.loops[i];
@@ -222,6 +224,11 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t) 
   return e;
 }
 
+KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t) {
+  std::vector<double> exec;
+  return eval_kernel(k, z, t, exec);
+}
+
 // How far a kernel's tiles exceed the budgets (0 when they fit).
 double overflow(const KernelEval& e, const Target& t) {
   double o = 0;
@@ -247,7 +254,8 @@ std::string overflow_text(const std::string& kernel, const KernelEval& e, const 
 
 class Minimizer {
  public:
-  Minimizer(const ProgramSummary& s, const Target& t) : s_(s), t_(t) {
+  // `tables`: kernel evaluations kept from earlier choices and programs.
+  Minimizer(const ProgramSummary& s, const Target& t, KernelTables& tables) : s_(s), t_(t) {
     const size_t n = s.axes.size();
     choice_.assign(n, 1);
     max_.assign(n, 1);
@@ -258,6 +266,9 @@ class Minimizer {
       max_[i] = pow2_at_least(m);
       if (!r.unit) free_.push_back(i);
     }
+    std::vector<bool> free(n, false);
+    for (size_t i : free_) free[i] = true;
+    for (const KernelSummary& k : s.kernels) views_.push_back(tables.view(s, k, max_, free));
   }
 
   // The best choice: every combination when there are few, else coordinate
@@ -292,15 +303,28 @@ class Minimizer {
     }
   }
 
-  double objective(std::vector<int64_t> c) {
+  double objective(const std::vector<int64_t>& choice) {
+    std::vector<int64_t>& c = normalized_;
+    c = choice;
     normalize(c);
     ++tried_;
-    z_.compute(s_, c);
+    bool sized = false;  // z_ holds c's sizes (computed on the first kernel not memoized)
     double total = 0, over = 0;
-    for (const KernelSummary& k : s_.kernels) {
-      KernelEval e = eval_kernel(k, z_, t_);
+    for (size_t ki = 0; ki < s_.kernels.size(); ++ki) {
+      const KernelView& view = views_[ki];
+      const size_t slot = view.table ? view.slot(c) : KernelView::kNone;
+      if (slot != KernelView::kNone)
+        if (const KernelValue* kept = view.table->find(slot)) {
+          total += kept->seconds;
+          over += kept->overflow;
+          continue;
+        }
+      if (!sized) z_.compute(s_, c), sized = true;
+      KernelEval e = eval_kernel(s_.kernels[ki], z_, t_, exec_);
+      double o = overflow(e, t_);
+      if (slot != KernelView::kNone) view.table->keep(slot, KernelValue{e.seconds, o});
       total += e.seconds;
-      over += overflow(e, t_);
+      over += o;
     }
     // Infeasible choices rank after every feasible one, closest to fitting first.
     double v = over > 0 ? 1e9 * (1 + over) : total;
@@ -354,6 +378,9 @@ class Minimizer {
   std::vector<int64_t> choice_;
   std::vector<double> max_;
   std::vector<size_t> free_;
+  std::vector<KernelView> views_;  // per kernel
+  std::vector<int64_t> normalized_;
+  std::vector<double> exec_;
   Sizes z_;
   double best_ = 0;
   std::vector<int64_t> best_choice_;
@@ -406,8 +433,22 @@ ProgramEstimate report(const ProgramSummary& s, const LoweredProgram& lp, const 
 ProgramEstimate CostModel::estimate(const Program& p) const { return estimate(p, lower_program(p)); }
 
 ProgramEstimate CostModel::estimate(const Program& p, const LoweredProgram& lowered) const {
+  EstimateCache once;
+  return estimate(p, lowered, once);
+}
+
+struct CostModel::EstimateCache::Tables : cost::KernelTables {
+  const CostModel* model = nullptr;  // whose target the values are for
+};
+CostModel::EstimateCache::EstimateCache() : tables_(std::make_unique<Tables>()) {}
+CostModel::EstimateCache::~EstimateCache() = default;
+
+ProgramEstimate CostModel::estimate(const Program& p, const LoweredProgram& lowered, EstimateCache& cache) const {
   ProgramSummary s = summarize(p, lowered);
-  Minimizer m(s, target_);
+  if (cache.tables_->model != this) *cache.tables_ = {};  // another target's values
+  cache.tables_->model = this;
+  cache.tables_->bound();
+  Minimizer m(s, target_, *cache.tables_);
   double tried = 0;
   std::vector<int64_t> best = m.run(tried);
   ProgramEstimate out = report(s, lowered, best, target_);

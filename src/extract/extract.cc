@@ -339,7 +339,7 @@ class Enumerator {
     ++st.distinct;
     Candidate cand{std::move(p), std::move(lowered), s.key.a, std::nullopt, s.spent};
     if (opt_.cost && (pruning() || opt_.max_candidates > 0)) {
-      cand.estimate = opt_.cost->estimate(cand.program, cand.lowered);
+      cand.estimate = opt_.cost->estimate(cand.program, cand.lowered, estimates_);
       if (cand.estimate->feasible) {
         ++feasible_found_;
         best_.push(cand.estimate->seconds);
@@ -355,7 +355,7 @@ class Enumerator {
     if (!opt_.cost) return;
     std::vector<Candidate>& cs = out_.candidates;
     for (Candidate& c : cs)
-      if (!c.estimate) c.estimate = opt_.cost->estimate(c.program, c.lowered);
+      if (!c.estimate) c.estimate = opt_.cost->estimate(c.program, c.lowered, estimates_);
     size_t before = cs.size();
     for (const Candidate& c : cs)
       if (!c.estimate->feasible) {
@@ -386,6 +386,7 @@ class Enumerator {
   double output_bytes_ = 0;
   std::unordered_set<Key, KeyHash> seen_, after_keys_;
   std::priority_queue<double> best_;  // the k best feasible estimates (largest on top)
+  CostModel::EstimateCache estimates_;  // kernel evaluations shared by the candidates' estimates
   ExtractResult out_;
 };
 

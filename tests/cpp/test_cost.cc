@@ -3,8 +3,11 @@
 // skip fully masked blocks, and block sizes whose tiles do not fit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "eqiforge/cost/cost_model.h"
 #include "eqiforge/cost/target.h"
@@ -410,6 +413,37 @@ TEST(CostModel, AWholeDimOfADotIsPaddedToo) {
   ProgramEstimate e = cm.estimate(p);
   EXPECT_FALSE(e.feasible);
   EXPECT_NE(e.why_infeasible.find("shared memory 256 KiB"), std::string::npos) << e.why_infeasible;
+}
+
+
+// A cache of kernel evaluations shared by many estimates (extraction's
+// candidates) changes no estimate: every tiled example, estimated in turn
+// through one cache (twice, so the second round reads only kept values),
+// gets the blocks and seconds of an estimate of its own. The examples share
+// kernels (the flash and naive attentions' projections, the matmuls'
+// tiles), so the cache serves one program values another computed.
+TEST(CostModel, SharedEstimateCacheChangesNoEstimate) {
+  CostModel cm(load_target("h200"));
+  CostModel::EstimateCache cache;
+  std::vector<std::string> files;
+  for (const char* dir : {"attention", "attention_causal", "attention_decode", "layernorm", "lora", "matmul",
+                          "rmsnorm_mlp"})
+    for (const auto& entry : std::filesystem::directory_iterator(std::string("examples/") + dir))
+      if (entry.path().filename() != "naive.eqf") files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  ASSERT_GT(files.size(), 10u);
+  for (int round = 0; round < 2; ++round)
+    for (const std::string& f : files) {
+      Program p = parse_and_check_file(f);
+      LoweredProgram lp = lower_program(p);
+      ProgramEstimate alone = cm.estimate(p, lp);
+      ProgramEstimate shared = cm.estimate(p, lp, cache);
+      EXPECT_EQ(shared.feasible, alone.feasible) << f;
+      EXPECT_EQ(shared.seconds, alone.seconds) << f;  // bit for bit: the same sums of the same values
+      EXPECT_EQ(shared.blocks, alone.blocks) << f;
+      EXPECT_EQ(shared.combos_tried, alone.combos_tried) << f;
+      EXPECT_EQ(shared.why_infeasible, alone.why_infeasible) << f;
+    }
 }
 
 }  // namespace

@@ -51,6 +51,7 @@
 // programs, perfect overlap of memory and compute.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -95,6 +96,26 @@ class CostModel {
   // kernel form (lowering's message).
   ProgramEstimate estimate(const Program& p) const;
   ProgramEstimate estimate(const Program& p, const LoweredProgram& lowered) const;
+
+  // Kernel evaluations kept between estimates. The minimization evaluates
+  // each kernel at hundreds of block-size choices, and the candidates of one
+  // extraction share most of their kernels: a kernel's time at a choice of
+  // the sizes it reads is the same in every program that has it. Equal
+  // estimates with or without a cache; a cache used by another cost model
+  // starts over.
+  class EstimateCache {
+   public:
+    EstimateCache();
+    ~EstimateCache();
+    EstimateCache(const EstimateCache&) = delete;
+    EstimateCache& operator=(const EstimateCache&) = delete;
+
+   private:
+    friend class CostModel;
+    struct Tables;
+    std::unique_ptr<Tables> tables_;
+  };
+  ProgramEstimate estimate(const Program& p, const LoweredProgram& lowered, EstimateCache& cache) const;
 
   // The bound at given block sizes (every axis of the program; unit axes are
   // forced to 1). `feasible` says whether those tiles fit.
