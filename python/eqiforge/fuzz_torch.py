@@ -92,11 +92,12 @@ class Config:
 
     extents: tuple = (2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13)
     min_ops: int = 2
-    max_ops: int = 7
+    max_ops: int = 8
     max_inputs: int = 4
     max_outputs: int = 2
     max_rank: int = 3
     reject_rate: float = 0.06          # share of programs with one operator the IR cannot express
+    module_rate: float = 0.2           # share of programs written as an nn.Module with layers and parameters
     half_rate: float = 0.25            # share of inputs in fp16/bf16
     trials: int = 2                    # fresh input draws per program
     top_k: int = 3                     # candidates handed to the tuner, each checked
@@ -171,6 +172,9 @@ class Program:
     half_outputs: tuple         # per output: computed from a half-precision value
     reject: tuple | None = None  # (body index, operator names) of the one operator the IR cannot express
     ops: list = field(default_factory=list)  # the generator's op kinds, for coverage
+    # An nn.Module (its layers, parameters and buffers made by these lines of
+    # __init__, from torch.manual_seed(seed)) rather than a plain function.
+    init: list | None = None
 
     def source(self) -> str:
         args = ", ".join(i.name for i in self.inputs)
@@ -184,9 +188,15 @@ class Program:
             "import torch.nn.functional as F",
             "",
             "",
-            f"def program({args}):",
         ]
-        lines = head + [f"    {line}" for line in self.body] + [f"    return {ret}", "", ""]
+        if self.init is None:
+            head.append(f"def program({args}):")
+            indent, tail = "    ", []
+        else:
+            head += ["class Model(torch.nn.Module):", "    def __init__(self):", "        super().__init__()",
+                     *[f"        {line}" for line in self.init], "", f"    def forward(self, {args}):"]
+            indent, tail = "        ", [f"torch.manual_seed({self.seed})", "program = Model().eval()", "", ""]
+        lines = head + [f"{indent}{line}" for line in self.body] + [f"{indent}return {ret}", "", ""] + tail
         reject = None
         if self.reject is not None:
             reject = (len(head) + self.reject[0] + 1, tuple(self.reject[1]))
@@ -254,6 +264,7 @@ class _Gen:
         r = self.rng
         ext = config.extents
         self.dims = [r.choice(ext) for _ in range(5)]
+        self.init: list[str] | None = [] if r.random() < config.module_rate else None
 
     # -- helpers --
 
@@ -291,6 +302,12 @@ class _Gen:
         self.inputs.append(spec)
         self.values.append(v)
         return v
+
+    def member(self, prefix: str, init: str) -> str:
+        """A layer, parameter or buffer of the module: `self.<prefix><n>`."""
+        name = f"{prefix}{len(self.init)}"
+        self.init.append(init.format(name=name))
+        return f"self.{name}"
 
     def pick(self, pred=lambda v: True, fresh_bias=True) -> Value | None:
         cands = [v for v in self.values if v.dtype != BOOL and pred(v)]
@@ -455,6 +472,14 @@ class _Gen:
                 return bool(self.emit(f"{a.name} / {c}", a.shape, a.dtype, a.half, a.mag / abs(c), kind="div_scalar"))
             p, pm, plb = self.positive(a, 0.1)
             return bool(self.emit(f"{c} / {p}", a.shape, a.dtype, a.half, abs(c) / plb, kind="rdiv_scalar"))
+        if self.init is not None and a.dtype == F32 and a.shape and r.random() < 0.3 and \
+                kind in ("add", "sub", "mul", "maximum", "minimum"):
+            n = a.shape[-1]
+            buf = self.member("scale", f'self.register_buffer("{{name}}", torch.rand({n}) + 0.5)')
+            op = {"add": "+", "sub": "-", "mul": "*"}.get(kind)
+            text = f"{a.name} {op} {buf}" if op else f"torch.{kind}({a.name}, {buf})"
+            self.use(a)
+            return bool(self.emit(text, a.shape, a.dtype, a.half, a.mag * 1.5 + 1.5, kind="nn_buffer"))
         b = self.other_operand(a)
         shape = _broadcast(a.shape, b.shape)
         if shape is None or len(shape) > self.config.max_rank:
@@ -601,6 +626,10 @@ class _Gen:
         bm = b.mag if b else 0.0
         mag = math.sqrt(n) * wm + bm
         hf = hf or bool(w and w.half) or bool(b and b.half)
+        if kind in ("layer_norm", "rms_norm") and self.init is not None and a.dtype == F32:
+            cls = "LayerNorm" if kind == "layer_norm" else "RMSNorm"
+            layer = self.member("norm", f"self.{{name}} = torch.nn.{cls}({n})")
+            return bool(self.emit(f"{layer}({x})", a.shape, dt, hf, math.sqrt(n), kind="nn_" + kind))
         if kind == "layer_norm":
             args = f"{x}, ({n},)" + (f", {w.name}" if w else "") + (f", {b.name}" if b else "")
             eps = r.choice(("", ", eps=1e-5", ", eps=1e-6"))
@@ -636,7 +665,11 @@ class _Gen:
         if kind in ("mm", "addmm") and a.rank != 2:
             kind = "matmul"
         if kind == "bmm" and a.rank != 3:
-            kind = "matmul"
+            batched = self.pick(lambda v: v.rank == 3 and v.shape[-1] > 1)
+            if batched is None:
+                kind = "matmul"
+            else:
+                a, k, x = batched, batched.shape[-1], batched.name
         nout = r.choice(self.dims)
         scale = 1.0 / math.sqrt(k)
         # an existing right operand of the same dtype and a matching contraction dim
@@ -651,6 +684,14 @@ class _Gen:
             v = self.new_input((k,), dtype=a.dtype, scale=scale)
             self.use(v)
             return bool(self.emit(f"{x} @ {v.name}", lead, dt, hf, a.mag * v.mag * k, kind="matmul_vector"))
+        if kind == "linear" and self.init is not None and a.dtype == F32:
+            bias = r.random() < 0.6
+            layer = self.member("lin", f"self.{{name}} = torch.nn.Linear({k}, {nout}, bias={bias})")
+            return bool(self.emit(f"{layer}({x})", lead + (nout,), dt, hf, a.mag * math.sqrt(k) + 1, kind="nn_linear"))
+        if kind == "matmul" and self.init is not None and a.dtype == F32 and r.random() < 0.5:
+            w = self.member("w", f"self.{{name}} = torch.nn.Parameter(torch.randn({k}, {nout}) * {_fmt(scale)})")
+            return bool(self.emit(f"{x} @ {w}", lead + (nout,), dt, hf, a.mag * 3.5 * math.sqrt(k),
+                                  kind="nn_parameter"))
         if kind == "linear":
             w = self.new_input((nout, k), dtype=a.dtype, scale=scale)
             bias = self.new_input((nout,), dtype=a.dtype) if r.random() < 0.5 else None
@@ -979,7 +1020,8 @@ class _Gen:
             outs.append(self.emit(f"{a.name} * 2.0", a.shape, a.dtype, a.half, a.mag * 2, kind="mul_scalar"))
         outs.sort(key=lambda v: self.values.index(v))
         return Program(self.seed, self.mode, list(self.body), list(self.inputs), [v.name for v in outs],
-                       tuple(v.half for v in outs), self.reject, list(self.ops))
+                       tuple(v.half for v in outs), self.reject, list(self.ops),
+                       list(self.init) if self.init else None)
 
 
 def make_inputs(specs, seed: int) -> tuple:
