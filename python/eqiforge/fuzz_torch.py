@@ -684,6 +684,8 @@ class _Gen:
             v = self.new_input((k,), dtype=a.dtype, scale=scale)
             self.use(v)
             return bool(self.emit(f"{x} @ {v.name}", lead, dt, hf, a.mag * v.mag * k, kind="matmul_vector"))
+        if self.init is not None and kind in ("matmul", "mm", "transposed") and r.random() < 0.5:
+            kind = "linear"  # a module's layers, mostly
         if kind == "linear" and self.init is not None and a.dtype == F32:
             bias = r.random() < 0.6
             layer = self.member("lin", f"self.{{name}} = torch.nn.Linear({k}, {nout}, bias={bias})")
