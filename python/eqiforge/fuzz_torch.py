@@ -97,7 +97,7 @@ class Config:
     max_outputs: int = 2
     max_rank: int = 3
     reject_rate: float = 0.06          # share of programs with one operator the IR cannot express
-    module_rate: float = 0.2           # share of programs written as an nn.Module with layers and parameters
+    module_rate: float = 0.35          # share of programs written as an nn.Module with layers and parameters
     half_rate: float = 0.25            # share of inputs in fp16/bf16
     trials: int = 2                    # fresh input draws per program
     top_k: int = 3                     # candidates handed to the tuner, each checked
@@ -472,7 +472,7 @@ class _Gen:
                 return bool(self.emit(f"{a.name} / {c}", a.shape, a.dtype, a.half, a.mag / abs(c), kind="div_scalar"))
             p, pm, plb = self.positive(a, 0.1)
             return bool(self.emit(f"{c} / {p}", a.shape, a.dtype, a.half, abs(c) / plb, kind="rdiv_scalar"))
-        if self.init is not None and a.dtype == F32 and a.shape and r.random() < 0.3 and \
+        if self.init is not None and a.dtype == F32 and a.shape and r.random() < 0.5 and \
                 kind in ("add", "sub", "mul", "maximum", "minimum"):
             n = a.shape[-1]
             buf = self.member("scale", f'self.register_buffer("{{name}}", torch.rand({n}) + 0.5)')
