@@ -769,7 +769,8 @@ class _Gen:
         if a is None:
             return False
         x, sh = a.name, list(a.shape)
-        kind = r.choice(["transpose", "permute", "merge", "split", "unsqueeze", "squeeze", "expand", "identity", "t"])
+        kind = r.choice(["transpose", "permute", "merge", "split", "unsqueeze", "squeeze", "expand", "identity", "t",
+                         "slice", "select"])
         done = None
         if kind == "t" and a.rank == 2:
             done = (r.choice((f"{x}.t()", f"{x}.T", f"torch.t({x})")), (sh[1], sh[0]))
@@ -811,6 +812,19 @@ class _Gen:
             i = sh.index(1)
             sh[i] = r.choice(self.dims)
             done = (f"{x}.expand({', '.join(map(str, sh))})", tuple(sh))
+        elif kind == "slice" and any(s > 2 for s in sh):
+            i = r.choice([i for i, s in enumerate(sh) if s > 2])
+            lo = r.randrange(0, sh[i] - 1)
+            hi = r.randrange(lo + 1, sh[i] + 1)
+            index = [":"] * i + [f"{lo}:{hi}" if r.random() < 0.7 else f"{lo - sh[i]}:"]
+            length = hi - lo if ":" in index[-1] and not index[-1].endswith(":") else sh[i] - lo
+            new = sh[:i] + [length] + sh[i + 1:]
+            done = (f"{x}[{', '.join(index)}]", tuple(new))
+        elif kind == "select" and a.rank >= 2 and any(s > 1 for s in sh):
+            i = r.choice([i for i, s in enumerate(sh) if s > 1])
+            j = r.randrange(-sh[i], sh[i])
+            done = (r.choice((f"{x}.select({i}, {j})", f"{x}[{', '.join([':'] * i + [str(j)])}]")),
+                    tuple(sh[:i] + sh[i + 1:]))
         elif kind == "identity":
             done = (r.choice((f"{x}.contiguous()", f"{x}.clone()", f"{x}[:]" if a.rank >= 1 else f"{x}.clone()")),
                     tuple(sh))
@@ -963,7 +977,7 @@ class _Gen:
             (f"torch.flip({x}, [-1])", sh, ("flip",)),
             (f"{x}.argmax(dim=-1).float()", sh[:-1], ("argmax",)),
             (f"torch.sort({x}, dim=-1).values", sh, ("sort",)),
-            (f"{x}[..., :{n - 1}]", sh[:-1] + (n - 1,), ("slice",)),
+            (f"{x}[..., ::2]", sh[:-1] + ((n + 1) // 2,), ("slice",)),
             (f"torch.div({x}, 2.0, rounding_mode='floor')", sh, ("div",)),
             (f"{x}.max(dim=-1).indices.float()", sh[:-1], ("max",)),
             (f"torch.roll({x}, 1, -1)", sh, ("roll",)),
