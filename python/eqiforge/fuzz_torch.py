@@ -1292,6 +1292,37 @@ def _candidate_runs(cand, module, opts, seed: int):
     return runs
 
 
+def _verification_failed(text: str) -> bool:
+    """Whether a NoValidCandidate says that candidates computed wrong values."""
+    return "do not match PyTorch eager" in text or bool(re.search(r"\b[1-9]\d* gave wrong values", text))
+
+
+def _verification_noise(fn, example, opts: dict, half: tuple) -> str:
+    """Why optimize's verification (relative error 1e-2 on fresh inputs from
+    its seed + 1) may fail for correct kernels: an output that is
+    numerically zero, or whose noise floor reaches 1e-2. Empty otherwise."""
+    from .frontend import to_ir
+    from .options import TOLERANCE
+    from .runtime.launch import Binding
+    from .runtime.verify import fresh_args
+
+    class _Program:
+        pass
+
+    fe = to_ir(fn, *example)
+    prog = _Program()
+    prog.ir_text, prog.binding = fe.text, Binding(fe)
+    args = fresh_args(example, opts["seed"] + 1)
+    outs = list(range(len(fe.outputs)))
+    floors = _ir_floors(prog, args, outs, {i for i in outs if i < len(half) and half[i]})
+    for i, (floor, rounding) in floors.items():
+        if rounding >= NOISE_ZERO:
+            return f"output {i} is numerically zero (rounding changes it by {rounding:.2g})"
+        if NOISE_FACTOR * max(floor, rounding) >= TOLERANCE:
+            return f"output {i} has a noise floor of {max(floor, rounding):.2g}"
+    return ""
+
+
 def _error_text(e: BaseException) -> str:
     """The exception on the first line, then where it was raised (the last frames)."""
     head = "".join(traceback.format_exception_only(type(e), e)).strip()
@@ -1337,7 +1368,16 @@ def check_module(path: str, config: Config, result: Result) -> None:
                                     f"{', '.join(named)}, not line {line} and {'/'.join(ops)}: {e}") from None
                 raise _Stop("rejected", "capture", f"{type(e).__name__}: {e}") from None
             except NoValidCandidate as e:
-                raise _Stop("no-candidate", "search", str(e)) from None
+                text = str(e)
+                if not _verification_failed(text):
+                    raise _Stop("no-candidate", "search", text) from None
+                # Every candidate (or the composed subgraphs) gave other values
+                # than eager on optimize's own verification inputs: wrong,
+                # unless the program itself is that sensitive to rounding.
+                noisy = _verification_noise(fn, example, opts, half)
+                if noisy:
+                    raise _Stop("no-candidate", "verify", f"{_first_line(text)}; {noisy}") from None
+                raise _Stop("wrong", "verify", text) from None
             except IRError as e:  # the core refused the front end's program: a translation bug
                 raise _Stop("crash", "search", f"{type(e).__name__}: {e}") from None
             except Exception as e:  # noqa: BLE001 -- anything else out of optimize is a crash

@@ -330,3 +330,45 @@ def test_a_refused_op_of_a_decomposition_names_the_users_op():
     assert e.value.op == "aten.roll"
     assert str(e.value).startswith("aten.roll is not supported: PyTorch decomposes it into aten.")
     assert e.value.source == "return torch.roll(y, 1, -1)"
+
+
+def test_lerp_of_a_transposed_value_is_translated():
+    """Fuzzer seed 10057: PyTorch's decomposition of torch.lerp(x, x.transpose(-1, 0), w)
+    restores the memory layout with prims.copy_strided, which the table
+    lacked ("aten.lerp is not supported: PyTorch decomposes it into
+    prims.copy_strided")."""
+    import eqiforge
+
+    def lerp_t(x):
+        return torch.lerp(x, torch.transpose(x, -1, 0), 0.25) * 2
+
+    x = torch.randn(4, 5, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast = eqiforge.optimize(lerp_t, x, cache=False, top_k=1)
+    x2 = torch.randn(4, 5, 4)
+    got, want = fast(x2), lerp_t(x2)
+    assert check.relative_error(got.double().numpy(), want.double().numpy()) <= check.TOLERANCE_FP32
+
+
+def test_candidates_wrong_on_verification_are_wrong_unless_the_output_is_numerically_zero(monkeypatch):
+    """Seed 10074 sums a layer-normalized row (exactly 0, rounding in float32):
+    optimize's verification refuses every candidate, and the fuzzer records
+    it as no candidate, naming the numerically zero output; a candidate
+    refused for values that are wrong is a wrong result."""
+    r = ft.check_program(ft.generate(10074, CONFIG), CONFIG)
+    assert r.status == "no-candidate" and "numerically zero" in r.detail, r.line()
+    assert ft._verification_failed("3 configurations tried: 0 failed to compile, 0 failed to run, "
+                                   "3 gave wrong values; 3 of 3 candidates dropped")
+    assert not ft._verification_failed("2 configurations tried: 2 failed to compile, 0 failed to run, "
+                                       "0 gave wrong values")
+    from eqiforge.runtime import tuner
+
+    real = tuner.compare
+
+    def wrong(outputs, references, names=None):  # every candidate off by 10%
+        return real([o * 1.1 for o in outputs], references, names)
+
+    monkeypatch.setattr(tuner, "compare", wrong)
+    r = ft.check_program(ft.generate(CLEAN_SEED, CONFIG), CONFIG)
+    assert r.status == "wrong" and r.stage == "verify", r.line()

@@ -636,6 +636,13 @@ def _identity(cx, a):
     return cx.val(a.self)
 
 
+@register(torch.ops.prims.copy_strided.default)
+def _copy_strided(cx, a):
+    # A copy into the given strides: PyTorch's decompositions (torch.lerp's)
+    # restore a memory layout with it; the IR's layouts are logical.
+    return cx.val(a.a)
+
+
 @register(aten.dropout.default)
 def _dropout(cx, a):
     if a.train and a.p:
