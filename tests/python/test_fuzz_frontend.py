@@ -372,3 +372,25 @@ def test_candidates_wrong_on_verification_are_wrong_unless_the_output_is_numeric
     monkeypatch.setattr(tuner, "compare", wrong)
     r = ft.check_program(ft.generate(CLEAN_SEED, CONFIG), CONFIG)
     assert r.status == "wrong" and r.stage == "verify", r.line()
+
+
+def test_elu_selu_and_sign_are_translated():
+    """F.elu / F.selu (aten.elu) and torch.sign were the front end's most
+    frequent refusals of supported-looking programs in the campaigns."""
+    import eqiforge
+    import torch.nn.functional as F
+
+    def f(x, y):
+        return F.elu(x) * 2, F.selu(x), torch.sign(x) * y, F.elu(x, alpha=0.5).half(), torch.sign(x.half()) + 1
+
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(5, 7, generator=g), torch.randn(5, 7, generator=g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast = eqiforge.optimize(f, x, y, cache=False, top_k=1)
+    x2, y2 = torch.randn(5, 7, generator=g), torch.randn(5, 7, generator=g)
+    x2[1, 1] = 0.0  # sign(0) = 0
+    for got, want in zip(fast(x2, y2), f(x2, y2)):
+        assert got.dtype == want.dtype
+        tol = check.TOLERANCE_HALF if want.dtype == torch.float16 else check.TOLERANCE_FP32
+        assert check.relative_error(got.double().numpy(), want.double().numpy()) <= tol

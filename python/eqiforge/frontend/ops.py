@@ -179,6 +179,23 @@ def _leaky_relu(cx, a):
     return cx.where(cx.compare("lt", 0.0, x), x, cx.pointwise("mul", x, a.negative_slope))
 
 
+@register(aten.elu.default)
+def _elu(cx, a):
+    """scale * (x if x > 0 else alpha * (exp(input_scale * x) - 1)); F.selu is elu with its constants."""
+    pw = cx.pointwise
+    x = cx.let(cx.val(a.self), cx.sub_hint("x"))
+    below = pw("mul", pw("sub", pw("exp", _scaled(cx, x, a.input_scale)), 1.0), float(a.alpha))
+    return _scaled(cx, cx.where(cx.compare("lt", 0.0, x), x, below), a.scale)
+
+
+@register(aten.sign.default)
+def _sign(cx, a):
+    # (x > 0) - (x < 0), the comparisons cast to x's dtype
+    x = cx.let(cx.val(a.self), cx.sub_hint("x"))
+    dtype = cx.out_dtype
+    return cx.pointwise("sub", cx.cast(cx.compare("lt", 0.0, x), dtype), cx.cast(cx.compare("lt", x, 0.0), dtype))
+
+
 @register(aten.clamp.default)
 def _clamp(cx, a):
     x = a.self
