@@ -90,9 +90,11 @@ void EGraph::memo_erase(uint64_t h, ENodeId n) {
   --memo_size_;
 }
 
-void EGraph::memo_grow() {
+void EGraph::memo_grow() { memo_rehash(memo_.size() * 2); }
+
+void EGraph::memo_rehash(size_t size) {
   HugeVector<MemoSlot> old = std::move(memo_);
-  memo_.assign(old.size() * 2, MemoSlot{});
+  memo_.assign(size, MemoSlot{});
   const size_t mask = memo_.size() - 1;
   for (const MemoSlot& s : old) {
     if (s.id_op == 0) continue;
@@ -168,7 +170,7 @@ EClassId EGraph::add_new(Op op, const Attrs& attrs, std::span<const EClassId> ch
   r.num_children = uint16_t(children.size());
   if (children.size() > 2) {
     r.inline_kids[0] = EClassId(uint32_t(child_pool_.size()));
-    child_pool_.insert(child_pool_.end(), children.begin(), children.end());
+    child_pool_.append(children.data(), children.data() + children.size());
   } else {
     for (size_t i = 0; i < children.size(); ++i) r.inline_kids[i] = children[i];
   }

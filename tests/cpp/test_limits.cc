@@ -55,10 +55,11 @@ std::vector<Rewrite> ac_rules() {
   return r;
 }
 
-// Bytes the allocator has handed out and not taken back (heap and mmap).
+// Bytes the allocator has handed out and not taken back (heap and mmap),
+// and the e-graph's big arrays, which map their memory themselves.
 size_t heap_in_use() {
   struct mallinfo2 m = mallinfo2();
-  return m.uordblks + m.hblkhd;
+  return m.uordblks + m.hblkhd + huge_vector_mapped_bytes();
 }
 
 constexpr size_t kMiB = size_t(1) << 20;

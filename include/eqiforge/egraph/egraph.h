@@ -34,6 +34,10 @@
 #include <string_view>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>  // part of x86-64: the hash-consing probe compares four slots at once
+#endif
+
 #include "eqiforge/egraph/analysis.h"
 #include "eqiforge/egraph/huge_vector.h"
 #include "eqiforge/egraph/id.h"
@@ -97,16 +101,8 @@ class EGraph {
   // The class of the e-node op(c0, c1) (children as many as small_seed was
   // given, canonical), or an invalid id.
   EClassId lookup_small(uint64_t hash, Op op, uint32_t num_children, EClassId c0, EClassId c1) const {
-    const uint32_t id_mask = (1u << kIdBits) - 1;
     const uint32_t want_hash = (uint32_t(hash) << 2) | (1 + num_children);
-    const uint32_t want_op = uint32_t(op) << kIdBits;
-    const size_t mask = memo_.size() - 1;
-    for (size_t i = memo_home(want_hash, mask);; i = (i + 1) & mask) {
-      const MemoSlot& s = memo_[i];
-      if (s.id_op == 0) return EClassId();
-      if (s.hash == want_hash && (s.id_op & ~id_mask) == want_op && s.c0 == c0.v && s.c1 == c1.v)
-        return EClassId((s.id_op & id_mask) - 1);
-    }
+    return memo_find_inline(want_hash, uint32_t(op) << kIdBits, c0.v, c1.v);
   }
   // add() for a node already typed: children canonical, `hash` from
   // node_hash(), `data` what analysis().make() gave for the children's
@@ -317,10 +313,13 @@ class EGraph {
   bool node_equals(ENodeId n, Op op, const Attrs& attrs, std::span<const EClassId> children) const;
   // The canonical class of the e-node equal to the key, or an invalid id.
   EClassId memo_find(uint64_t h, Op op, const Attrs& attrs, std::span<const EClassId> children) const;
+  // memo_find for an inline key (the slot's hash word, op bits and children).
+  EClassId memo_find_inline(uint32_t want_hash, uint32_t want_op, uint32_t c0, uint32_t c1) const;
   void memo_insert(uint64_t h, ENodeId n);
   void memo_erase(uint64_t h, ENodeId n);
   size_t memo_slot_of(uint64_t h, ENodeId n) const;
   void memo_grow();
+  void memo_rehash(size_t size);
 
   EClassId add_new(Op op, const Attrs& attrs, std::span<const EClassId> children, const ClassData& data,
                    uint64_t h);
@@ -461,8 +460,50 @@ inline EGraph::MemoSlot EGraph::memo_key(uint64_t h, Op op, const Attrs& attrs, 
   return k;
 }
 
+// A probe reads the table a 64-byte line (four slots) at a time: probes
+// start at a line's first slot (memo_home), and keys are unique, so a slot of
+// the line that holds the whole key is the answer wherever it sits, and an
+// empty slot in a line without it ends the search (insertion takes the first
+// empty slot from home, and backward-shift erasure keeps it so). The four
+// slots are compared at once, without a branch per slot: slot by slot, the
+// probe loop's exits were mispredicted about once per lookup, and at the
+// table's usual load most lookups end in the home line.
+inline EClassId EGraph::memo_find_inline(uint32_t want_hash, uint32_t want_op, uint32_t c0, uint32_t c1) const {
+  const uint32_t id_mask = (1u << kIdBits) - 1;
+  const size_t mask = memo_.size() - 1;
+#if defined(__SSE2__)
+  const __m128i key = _mm_setr_epi32(int(want_op), int(want_hash), int(c0), int(c1));
+  const __m128i keep = _mm_setr_epi32(int(~id_mask), -1, -1, -1);  // a slot's id bits are its answer
+  for (size_t i = memo_home(want_hash, mask);; i = (i + 4) & mask) {
+    const MemoSlot* line = memo_.data() + i;
+    const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line));
+    const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line + 1));
+    const __m128i s2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line + 2));
+    const __m128i s3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line + 3));
+    // Per slot, whether all four words agree (id bits masked off): packed
+    // to one byte per slot, then one bit per slot.
+    const __m128i e0 = _mm_cmpeq_epi32(_mm_and_si128(s0, keep), key);
+    const __m128i e1 = _mm_cmpeq_epi32(_mm_and_si128(s1, keep), key);
+    const __m128i e2 = _mm_cmpeq_epi32(_mm_and_si128(s2, keep), key);
+    const __m128i e3 = _mm_cmpeq_epi32(_mm_and_si128(s3, keep), key);
+    const uint32_t hit = (_mm_movemask_epi8(e0) == 0xffff) | (_mm_movemask_epi8(e1) == 0xffff) << 1 |
+                         (_mm_movemask_epi8(e2) == 0xffff) << 2 | (_mm_movemask_epi8(e3) == 0xffff) << 3;
+    if (hit) return EClassId((line[__builtin_ctz(hit)].id_op & id_mask) - 1);
+    if (line[0].id_op == 0 || line[1].id_op == 0 || line[2].id_op == 0 || line[3].id_op == 0) return EClassId();
+  }
+#else
+  for (size_t i = memo_home(want_hash, mask);; i = (i + 1) & mask) {
+    const MemoSlot& s = memo_[i];
+    if (s.id_op == 0) return EClassId();
+    if (s.hash == want_hash && (s.id_op & ~id_mask) == want_op && s.c0 == c0 && s.c1 == c1)
+      return EClassId((s.id_op & id_mask) - 1);
+  }
+#endif
+}
+
 inline EClassId EGraph::memo_find(uint64_t h, Op op, const Attrs& attrs, std::span<const EClassId> children) const {
   const MemoSlot key = memo_key(h, op, attrs, children);
+  if ((key.hash & 3) != 0) return memo_find_inline(key.hash, key.id_op, key.c0, key.c1);
   const uint32_t id_mask = (1u << kIdBits) - 1;
   const size_t mask = memo_.size() - 1;
   for (size_t i = memo_home(key.hash, mask);; i = (i + 1) & mask) {
@@ -470,11 +511,7 @@ inline EClassId EGraph::memo_find(uint64_t h, Op op, const Attrs& attrs, std::sp
     if (s.id_op == 0) return EClassId();
     if (s.hash != key.hash || (s.id_op & ~id_mask) != key.id_op) continue;
     uint32_t id = (s.id_op & id_mask) - 1;
-    if ((key.hash & 3) != 0) {
-      if (s.c0 == key.c0 && s.c1 == key.c1) return EClassId(id);  // the whole key is in the slot
-    } else if (node_equals(ENodeId(id), op, attrs, children)) {
-      return node_class_[id];
-    }
+    if (node_equals(ENodeId(id), op, attrs, children)) return node_class_[id];
   }
 }
 
