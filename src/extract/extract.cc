@@ -13,6 +13,7 @@
 #include "eqiforge/ir/diagnostic.h"
 #include "extract/build.h"
 #include "extract/choice.h"
+#include "extract/flat_set.h"
 #include "extract/guide.h"
 #include "extract/partial.h"
 
@@ -143,10 +144,6 @@ class Frontier {
   size_t bytes_ = 0;
 };
 
-// An entry of a key set: the key, the hash node's next pointer and cached
-// hash, and a bucket pointer (libstdc++'s unordered_set at load factor 1).
-constexpr size_t kKeyEntryBytes = sizeof(Key) + 3 * sizeof(void*);
-
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 double tensor_bytes(const DimTable& dims, const TensorType& t) {
@@ -268,7 +265,7 @@ class Enumerator {
         break;
       }
       if ((st.states_expanded & 63) == 0 && opt_.memory_limit_bytes > 0) {
-        size_t bytes = work.bytes() + (seen_.size() + after_keys_.size()) * kKeyEntryBytes;
+        size_t bytes = work.bytes() + seen_.bytes() + after_keys_.bytes();
         st.peak_memory_bytes = std::max<uint64_t>(st.peak_memory_bytes, bytes);
         if (bytes > opt_.memory_limit_bytes) {
           st.limit_hit = true;
@@ -287,7 +284,7 @@ class Enumerator {
         Key key = s.key.plus(c, o.canon);
         // Algorithm 1, line 5: an equivalent partial program was seen, so its
         // expansion covers this one's completions.
-        if (opt_.mode == ExtractMode::Early && !seen_.insert(key).second) {
+        if (opt_.mode == ExtractMode::Early && !seen_.insert(key)) {
           ++st.skipped_equivalent;
           continue;
         }
@@ -329,7 +326,7 @@ class Enumerator {
     if (found_.count(s.key.a)) return;  // an earlier pass's candidate
     ++st.complete_built;
     Program p = build_program(g_, table_, s, roots_, outputs_, opt_.program_name);
-    if (opt_.mode == ExtractMode::After && !after_keys_.insert(s.key).second) return;
+    if (opt_.mode == ExtractMode::After && !after_keys_.insert(s.key)) return;
     LoweredProgram lowered;
     if (std::optional<std::string> why = check_candidate(p, opt_.limits, &lowered)) {
       if (!st.invalid) st.first_invalid = *why;
@@ -384,7 +381,7 @@ class Enumerator {
   double time_share_ = 0;             // this pass's time limit
   size_t feasible_found_ = 0;
   double output_bytes_ = 0;
-  std::unordered_set<Key, KeyHash> seen_, after_keys_;
+  KeySet seen_, after_keys_;
   std::priority_queue<double> best_;  // the k best feasible estimates (largest on top)
   CostModel::EstimateCache estimates_;  // kernel evaluations shared by the candidates' estimates
   ExtractResult out_;

@@ -425,7 +425,7 @@ double CostGuide::remaining(const PartialProgram& s) {
   while (!stack_.empty()) {
     auto [h, grid] = stack_.back();
     stack_.pop_back();
-    if (!seen_.insert((uint64_t(h.cls) << 32) | h.scope).second) continue;
+    if (!seen_.insert((uint64_t(h.cls) << 32) | h.scope)) continue;
     if (const Filled* f = s.find(h.cls); f && f->scope == h.scope) continue;  // paid for
     // The subprogram cheapest at this use's weight.
     EClassId c(h.cls);

@@ -43,12 +43,12 @@
 #include <limits>
 #include <set>
 #include <span>
-#include <unordered_set>
 #include <vector>
 
 #include "eqiforge/cost/target.h"
 #include "eqiforge/egraph/egraph.h"
 #include "extract/choice.h"
+#include "extract/flat_set.h"
 #include "extract/partial.h"
 
 namespace eqf::extract {
@@ -180,7 +180,7 @@ class CostGuide {
     const std::vector<uint32_t>* grid;  // its kernel's grid axes (null above every kernel)
   };
   std::vector<Pending> stack_;               // remaining()'s scratch
-  std::unordered_set<uint64_t> seen_;
+  StampedSet seen_;
 };
 
 }  // namespace eqf::extract

@@ -17,9 +17,6 @@ struct Key {
   Key plus(EClassId c, uint64_t canon) const;
   friend bool operator==(const Key&, const Key&) = default;
 };
-struct KeyHash {
-  size_t operator()(const Key& k) const { return size_t(k.a ^ (k.b * 0x9E3779B97F4A7C15ull)); }
-};
 
 // The scope a class is computed in: the nearest loop (a preduce) or kernel
 // root above the use that first reached it. A tile reached again from
