@@ -1184,6 +1184,9 @@ def compare_outputs(got, want, half: tuple) -> tuple[dict, dict, str]:
     errors, tols = {}, {}
     if len(got_flat) != len(want_flat):
         return {0: math.inf}, {0: check.TOLERANCE_FP32}, f"{len(got_flat)} outputs, eager has {len(want_flat)}"
+    got_spec, want_spec = (torch.utils._pytree.tree_flatten(x)[1] for x in (got, want))
+    if got_spec != want_spec:  # a tensor for a 1-tuple, a list for a tuple
+        return {0: math.inf}, {0: check.TOLERANCE_FP32}, f"the outputs are {got_spec}, eager's {want_spec}"
     reason = ""
     for i, (g, w) in enumerate(zip(got_flat, want_flat)):
         tols[i] = check.TOLERANCE_HALF if (i < len(half) and half[i]) or w.dtype in (torch.float16, torch.bfloat16) \

@@ -211,6 +211,8 @@ def test_tolerances_follow_the_checker():
     assert math.isinf(errors[0]) and "(2, 2)" in reason
     errors, _, reason = ft.compare_outputs((f32, f32), (f32,), (False,))
     assert math.isinf(errors[0]) and "2 outputs" in reason
+    errors, _, reason = ft.compare_outputs((f32,), f32, (False,))  # a 1-tuple for a tensor
+    assert math.isinf(errors[0]) and "TreeSpec" in reason
     assert not ft.within_noise({0: 2e-5}, {0: 1e-5}, {0: (1e-7, 1e-7)})
     assert ft.within_noise({0: 2e-5}, {0: 1e-5}, {0: (1e-5, 0.0)})
     assert not ft.within_noise({0: 2e-3}, {0: 1e-5}, {0: (1e-3, 0.0)})  # past the cap
