@@ -146,6 +146,15 @@ void algebraic_rules(Table& t) {
   // the splitting direction is an expanding law (off by default).
   law("exp-product", "(mul (exp ?a) (exp ?b))", "(exp (add ?a ?b))");
   law("exp-quotient", "(div (exp ?a) (exp ?b))", "(exp (sub ?a ?b))");
+  // A softmax whose max also covers a value outside the reduction (attention
+  // sinks: M = max(max_d x, s)) rebased on the plain max: exp(x - M) =
+  // exp(x - max_d x) * exp(max_d x - M). The first factor is softmax's own
+  // numerator, which the refinement rules tile into online softmax and
+  // flash-decoding; the second does not vary along d and moves out of the
+  // sum and the P.V contraction. Both exponents are <= 0 (M >= max_d x), so
+  // nothing overflows.
+  rule("exp-rebase-on-max", "(exp (sub ?x (max2 (max ?d ?x) ?s)))",
+       "(mul (exp (sub ?x (max ?d ?x))) (exp (sub (max ?d ?x) (max2 (max ?d ?x) ?s))))");
   rule("log-of-exp", "(log (exp ?x))", "?x");
   // Off: exp(log x) = x holds for x > 0 only; log of a negative is NaN, and
   // the soundness check reports the rule as failing.

@@ -33,6 +33,19 @@ const char* kAttentionDecode = R"(
   (let p (exp (sub scores m)))
   (output o [h s f] (matmul t (div p (sum t p)) v))))";
 
+// A sink logit per head in the softmax's max and denominator.
+const char* kAttentionSinks = R"(
+(program attention_sinks
+  (dims (h 2) (s 1) (t 6) (e 4) (f 3))
+  (input q f32 [h s e])
+  (input k f32 [h t e])
+  (input v f32 [h t f])
+  (input sink f32 [h])
+  (let scores (mul (matmul e q k) (rsqrt 4)))
+  (let m (max2 (max t scores) sink))
+  (let p (exp (sub scores m)))
+  (output o [h s f] (div (matmul t p v) (add (sum t p) (exp (sub sink m)))))))";
+
 const char* kAttentionPrefill = R"(
 (program attention_prefill
   (dims (b 1) (h 2) (s 4) (t 4) (e 3) (f 3))
@@ -249,6 +262,7 @@ const std::vector<CorpusProgram>& builtin_corpus() {
   static const std::vector<CorpusProgram> corpus = {
       {"attention", kAttention},
       {"attention_decode", kAttentionDecode},
+      {"attention_sinks", kAttentionSinks},
       {"attention_prefill", kAttentionPrefill},
       {"layernorm", kLayerNorm},
       {"layernorm_gemm", kLayerNormGemm},
