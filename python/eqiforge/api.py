@@ -221,9 +221,25 @@ def compile_captured(fe, fn, example_inputs: tuple, opts: Options, progress: Pro
         plan = _fallback_plan(fe, opts, found)
         why = "the whole-program search found no candidate" + (
             " (it hit a search limit)" if found.stats.get("limit_hit") else "")
+    searcher = None
+    if plan is None and found.stats.get("limit_hit"):
+        # The whole search stopped at a limit, so its best is only the best it
+        # reached: the cut program's subgraphs are searched too, and the cost
+        # model picks between the two.
+        cut = _fallback_plan(fe, opts, found)
+        if cut is not None and len(cut.subgraphs) > 1:
+            if searcher is None:
+        searcher = partitioning.PartitionedSearch(opts, target, interpret, progress, module_dir)
+            with progress.stage(f"searching the {len(cut.subgraphs)} subgraphs too (the whole search hit a limit)"):
+                cut_estimate = partitioning.static_estimate(searcher, cut)
+            whole_estimate = found.candidates[0].estimate_s
+            if cut_estimate is not None and whole_estimate is not None and cut_estimate < whole_estimate:
+                plan = cut
+                why = (f"the whole-program search hit a limit; its best estimate {format_time(whole_estimate)}, "
+                       f"the subgraphs' {format_time(cut_estimate)}")
     if plan is not None:
         return compile_partitioned(fe, fn, example_inputs, opts, progress, binding, plan, why, target,
-                                   interpret, gpu, module_dir)
+                                   interpret, gpu, module_dir, searcher)
     if not found.candidates:
         st = found.stats
         which = {"memory": "memory_limit_mb", "time": "extract_time_s"}.get(st.get("limit"))
@@ -300,17 +316,19 @@ def _fallback_plan(fe, opts: Options, found):
 
 
 def compile_partitioned(fe, fn, example_inputs: tuple, opts: Options, progress: Progress, binding: Binding, plan,
-                        why: str, target: str, interpret: bool, gpu: str, module_dir):
+                        why: str, target: str, interpret: bool, gpu: str, module_dir, searcher=None):
     """Each subgraph of `plan` searched and tuned on its own (identical ones
     once), composed into one callable and checked against eager
-    (runtime/partition.py)."""
+    (runtime/partition.py). `searcher`: one that already holds some of the
+    subgraphs' searches."""
     from .runtime import partition as partitioning
     from .runtime.report import KernelReport
 
     progress.info(f"partitioned: {why}; {len(plan.subgraphs)} subgraphs of at most {plan.max_ops} operators "
                   f"({plan.distinct()} distinct)")
     inputs = binding.module_inputs(example_inputs)
-    searcher = partitioning.PartitionedSearch(opts, target, interpret, progress, module_dir)
+    if searcher is None:
+        searcher = partitioning.PartitionedSearch(opts, target, interpret, progress, module_dir)
     searcher.stats.reason = why
     with progress.stage("searching and tuning the subgraphs"):
         composed = searcher.compose(plan, inputs)

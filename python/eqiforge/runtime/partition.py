@@ -520,6 +520,8 @@ class PartitionedSearch:
         self.progress, self.module_dir = progress, module_dir
         self.tuner_factory = tuner_factory
         self.pieces: dict[str, Piece] = {}      # structural hash -> tuned piece
+        # Searches already run (static_estimate): structural hash -> found.
+        self.found: dict[str, Any] = {}
         self.stats = PartitionStats()
 
     def _info(self, line: str) -> None:
@@ -565,7 +567,8 @@ class PartitionedSearch:
 
         start = time.monotonic()
         self.stats.searched += 1
-        found = search.find_candidates(sg.program, self.opts, self.target, file=f"<{sg.name}>")
+        found = self.found.pop(sg.hash, None) or search.find_candidates(sg.program, self.opts, self.target,
+                                                                        file=f"<{sg.name}>")
         search_s = time.monotonic() - start
         self.stats.search_s += search_s
         self._info(f"subgraph {sg.name} ({sg.ops} ops): {len(found.candidates)} candidates in {search_s:.1f} s")
@@ -607,6 +610,23 @@ class PartitionedSearch:
         nested = self.compose(plan, list(args), depth + 1)
         return Piece(sg.hash, nested, nested=nested, search_s=search_s,
                      candidates=sum(s.piece.candidates for s in nested.steps))
+
+
+def static_estimate(searcher: PartitionedSearch, plan: Plan) -> float | None:
+    """The plan's time by the cost model: each subgraph's best candidate,
+    summed over the subgraphs (a repeated subgraph is searched once). None when
+    a subgraph has no candidate. The searches are kept in `searcher`, so that
+    composing the plan does not run them again."""
+    total = 0.0
+    for sg in plan.subgraphs:
+        found = searcher.found.get(sg.hash)
+        if found is None:
+            found = search.find_candidates(sg.program, searcher.opts, searcher.target, file=f"<{sg.name}>")
+            searcher.found[sg.hash] = found
+        if not found.candidates or found.candidates[0].estimate_s is None:
+            return None
+        total += found.candidates[0].estimate_s
+    return total
 
 
 def first_bound(ops: int, opts: Options) -> int:
