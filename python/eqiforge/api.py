@@ -228,8 +228,7 @@ def compile_captured(fe, fn, example_inputs: tuple, opts: Options, progress: Pro
         # model picks between the two.
         cut = _fallback_plan(fe, opts, found)
         if cut is not None and len(cut.subgraphs) > 1:
-            if searcher is None:
-        searcher = partitioning.PartitionedSearch(opts, target, interpret, progress, module_dir)
+            searcher = partitioning.PartitionedSearch(opts, target, interpret, progress, module_dir)
             with progress.stage(f"searching the {len(cut.subgraphs)} subgraphs too (the whole search hit a limit)"):
                 cut_estimate = partitioning.static_estimate(searcher, cut)
             whole_estimate = found.candidates[0].estimate_s
