@@ -192,6 +192,7 @@ EClassId EGraph::add_new(Op op, const Attrs& attrs, std::span<const EClassId> ch
   ClassRec& cr = classes_[slot];
   cr.nodes.push_back(n);
   cr.op_mask = op_bit(op);
+  cr.newest = clock_;
   cr.data = data;
   uf_parent_.push_back(c.v);
   ++num_classes_;
@@ -382,6 +383,9 @@ void EGraph::clean_class_lists() {
     auto by_stamp = [&](ENodeId x, ENodeId y) { return nodes_[x.v].stamp < nodes_[y.v].stamp; };
     if (!std::is_sorted(rec.nodes.begin(), rec.nodes.end(), by_stamp))
       std::stable_sort(rec.nodes.begin(), rec.nodes.end(), by_stamp);
+    // Stamps change only where a class is marked dirty (merge, rebuild) or
+    // made (add_new), so only dirty classes need their newest stamp again.
+    rec.newest = rec.nodes.empty() ? 0 : nodes_[rec.nodes.end()[-1].v].stamp;
     rec.parents.truncate(std::remove_if(rec.parents.begin(), rec.parents.end(), dead));
     std::sort(rec.parents.begin(), rec.parents.end());
     rec.parents.truncate(std::unique(rec.parents.begin(), rec.parents.end()));

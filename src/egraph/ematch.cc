@@ -123,7 +123,15 @@ SearchEnd Matcher::run(const EGraph& g, const Pattern& p, std::span<const ENodeI
       next.any_new = false;
       continue;
     }
-    std::span<const ENodeId> members = g.nodes(EClassId(atom_class[j]));
+    const EClassId cls(atom_class[j]);
+    if (j == last && since != 0 && !f.any_new && g.newest_stamp(cls) < since) {
+      // Every e-node bound so far is old and so is every e-node of the
+      // class: no new match here, and no binary search to find that out.
+      next.cur = next.end = nullptr;
+      next.any_new = false;
+      continue;
+    }
+    std::span<const ENodeId> members = g.nodes(cls);
     next.cur = members.data();
     next.end = members.data() + members.size();
     if (j == last && since != 0 && !f.any_new) next.cur = first_new(g, next.cur, next.end, since);

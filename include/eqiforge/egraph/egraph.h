@@ -157,6 +157,13 @@ class EGraph {
   // possible, a false no is not): the matcher skips a child class without
   // scanning it when the pattern's op cannot be there.
   bool may_have_op(EClassId c, Op op) const { return (rec(c).op_mask & op_bit(op)) != 0; }
+  // The largest stamp of canonical class c's e-nodes (the last one's, as
+  // nodes() is in stamp order), kept in the class record: the matcher asks
+  // whether a class has any e-node new since a stamp for every e-node it
+  // scans as a root, and without this it answered with a binary search
+  // over the class's list, reading the stamp of a random e-node record at
+  // each step, one dependent cache miss after another. Valid when clean().
+  uint32_t newest_stamp(EClassId c) const { return rec(c).newest; }
   TypeId type(EClassId c) const { return data(c).type; }
   // The class's data as text ("f32[m k]", "literal = 2").
   std::string data_text(EClassId c) const { return analysis_->data_text(*this, data(c)); }
@@ -297,6 +304,7 @@ class EGraph {
     IdList nodes;
     IdList parents;
     uint64_t op_mask = 0;  // op_bit() of every e-node it has held (merges OR them)
+    uint32_t newest = 0;   // the largest stamp of its e-nodes; valid when clean()
     ClassData data;
   };
 

@@ -81,7 +81,11 @@ class HugeVector {
   void append(const T* first, const T* last) {
     const size_t n = size_t(last - first);
     if (size_ + n > cap_) grow(size_ + n);
-    if (n) std::memcpy(static_cast<void*>(p_ + size_), first, n * sizeof(T));
+    // A few elements (a match's words) are copied here, not by a call.
+    if (n <= 8)
+      for (size_t i = 0; i < n; ++i) p_[size_ + i] = first[i];
+    else
+      std::memcpy(static_cast<void*>(p_ + size_), first, n * sizeof(T));
     size_ += n;
   }
   // New elements are value-initialized.
