@@ -112,6 +112,46 @@ def test_failed_whole_program_search_falls_back_to_subgraphs(monkeypatch):
     assert rel_l2(fast(*args), stack2(*args)) <= 1e-2
 
 
+@pytest.mark.parametrize("scale", [1e3, 1e-3])
+def test_a_whole_search_at_its_limit_is_compared_with_the_cut(monkeypatch, scale):
+    """A whole-program search that hits a limit but has candidates: the cut
+    program's subgraphs are searched too, and the lower estimate wins. The
+    whole program's estimates are scaled to make it lose (1e3) or win (1e-3)."""
+    import dataclasses
+
+    args = stack_args(layers=2)
+
+    def stack2(x, g1, w1, g2, w2):
+        return layer(layer(x, g1, w1), g2, w2)
+
+    whole = to_ir(stack2, *args).text
+    real = search.find_candidates
+    seen = []
+
+    def limited_whole(text, options, target, file="<program>"):
+        seen.append(text == whole)
+        found = real(text, options, target, file)
+        if text != whole:
+            return found
+        assert found.candidates
+        scaled = [dataclasses.replace(c, estimate_s=c.estimate_s * scale) for c in found.candidates]
+        return search.SearchResult(scaled, {**found.stats, "limit_hit": True})
+
+    monkeypatch.setattr(search, "find_candidates", limited_whole)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InterpreterWarning)
+        fast = eqiforge.optimize(stack2, *args, partition_ops=0, **FAST)
+    # The whole program, then one search for both identical halves -- not
+    # repeated when the cut is composed.
+    assert seen == [True, False]
+    if scale > 1:
+        assert isinstance(fast, P.ComposedProgram)
+        assert fast.stats.reason.startswith("the whole-program search hit a limit; its best estimate")
+    else:
+        assert not isinstance(fast, P.ComposedProgram)
+    assert rel_l2(fast(*args), stack2(*args)) <= 1e-2
+
+
 def test_ir_evaluated_in_pytorch_matches_eager():
     """The subgraphs' reference: the captured program evaluated with PyTorch
     ops gives eager's values (layout ops, broadcasting by name, masks)."""

@@ -3,7 +3,8 @@
 
 A program with more operators than ``Options.partition_ops`` (or one whose
 whole-program search finds no candidate, or hits a limit and none of its
-candidates verifies) is cut by
+candidates verifies, or hits a limit and the cut's subgraphs have a lower
+estimate by the cost model: ``static_estimate``) is cut by
 ``eqiforge-opt partition`` into subgraphs of bounded size, each a program
 whose inputs are the original inputs or boundary tensors that earlier
 subgraphs output. Each subgraph then goes through the same search and tuning
