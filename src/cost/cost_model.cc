@@ -308,11 +308,16 @@ class Minimizer {
     c = choice;
     normalize(c);
     ++tried_;
+    log2_.resize(c.size());
+    for (size_t i = 0; i < c.size(); ++i) {
+      uint64_t b = uint64_t(c[i]);
+      log2_[i] = b != 0 && (b & (b - 1)) == 0 ? std::countr_zero(b) : -1;
+    }
     bool sized = false;  // z_ holds c's sizes (computed on the first kernel not memoized)
     double total = 0, over = 0;
     for (size_t ki = 0; ki < s_.kernels.size(); ++ki) {
       const KernelView& view = views_[ki];
-      const size_t slot = view.table ? view.slot(c) : KernelView::kNone;
+      const size_t slot = view.table ? view.slot(log2_) : KernelView::kNone;
       if (slot != KernelView::kNone)
         if (const KernelValue* kept = view.table->find(slot)) {
           total += kept->seconds;
@@ -380,6 +385,7 @@ class Minimizer {
   std::vector<size_t> free_;
   std::vector<KernelView> views_;  // per kernel
   std::vector<int64_t> normalized_;
+  std::vector<int> log2_;  // of normalized_'s sizes (-1: not a power of two)
   std::vector<double> exec_;
   Sizes z_;
   double best_ = 0;

@@ -2,6 +2,8 @@
 #include "cost/kernel_tables.h"
 
 #include <bit>
+#include <cmath>
+#include <limits>
 #include <cstring>
 
 namespace eqf::cost {
@@ -124,38 +126,17 @@ std::string kernel_key(const ProgramSummary& s, const KernelSummary& k, std::vec
 }
 
 KernelTable::KernelTable(size_t combinations, size_t* total) : total_(total) {
-  if (combinations <= kMaxDense) {
-    dense_.resize(combinations);
-    known_.assign(combinations, false);
-  }
-}
-
-const KernelValue* KernelTable::find(size_t slot) const {
-  if (!known_.empty()) return known_[slot] ? &dense_[slot] : nullptr;
-  auto it = sparse_.find(slot);
-  return it == sparse_.end() ? nullptr : &it->second;
+  if (combinations <= kMaxDense)
+    dense_.assign(combinations, KernelValue{std::numeric_limits<double>::quiet_NaN(), 0});
 }
 
 void KernelTable::keep(size_t slot, const KernelValue& v) {
-  if (!known_.empty()) {
-    if (!known_[slot]) ++*total_;
-    known_[slot] = true;
+  if (!dense_.empty()) {
+    if (std::isnan(dense_[slot].seconds)) ++*total_;
     dense_[slot] = v;
     return;
   }
   if (sparse_.insert_or_assign(slot, v).second) ++*total_;
-}
-
-size_t KernelView::slot(const std::vector<int64_t>& choice) const {
-  size_t at = 0;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    uint64_t b = uint64_t(choice[axes[i]]);
-    if (b == 0 || (b & (b - 1)) != 0) return kNone;  // not a power of two
-    size_t level = size_t(std::countr_zero(b));
-    if (level >= levels[i]) return kNone;
-    at += level * strides[i];
-  }
-  return at;
 }
 
 KernelView KernelTables::view(const ProgramSummary& s, const KernelSummary& k, const std::vector<double>& max_block,

@@ -11,6 +11,7 @@
 // (power-of-two) block sizes of its free axes.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -29,17 +30,22 @@ struct KernelValue {
 };
 
 // One canonical kernel's values, by choice: a dense array when its free
-// axes have few combinations, else a hash map of the choices tried.
+// axes have few combinations (NaN seconds: not evaluated yet -- a NaN
+// result is then evaluated again each time, never wrong), else a hash map
+// of the choices tried.
 class KernelTable {
  public:
   // `total` counts the values of every table (KernelTables::bound).
   KernelTable(size_t combinations, size_t* total);
-  const KernelValue* find(size_t slot) const;
+  const KernelValue* find(size_t slot) const {
+    if (!dense_.empty()) return std::isnan(dense_[slot].seconds) ? nullptr : &dense_[slot];
+    auto it = sparse_.find(slot);
+    return it == sparse_.end() ? nullptr : &it->second;
+  }
   void keep(size_t slot, const KernelValue& v);
  private:
   static constexpr size_t kMaxDense = 4096;
   std::vector<KernelValue> dense_;
-  std::vector<bool> known_;
   std::unordered_map<size_t, KernelValue> sparse_;
   size_t* total_;
 };
@@ -51,10 +57,19 @@ struct KernelView {
   KernelTable* table = nullptr;
   std::vector<size_t> axes, levels, strides;
 
-  // The slot of a (normalized) choice of the program's block sizes;
-  // kNone when some size is not a power of two within the axis's range.
+  // The slot of a (normalized) choice of the program's block sizes, given
+  // as each axis's log2 (-1: not a power of two); kNone when some size is
+  // not a power of two within the axis's range.
   static constexpr size_t kNone = ~size_t(0);
-  size_t slot(const std::vector<int64_t>& choice) const;
+  size_t slot(const std::vector<int>& log2_blocks) const {
+    size_t at = 0;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int level = log2_blocks[axes[i]];
+      if (level < 0 || size_t(level) >= levels[i]) return kNone;
+      at += size_t(level) * strides[i];
+    }
+    return at;
+  }
 };
 
 class KernelTables {

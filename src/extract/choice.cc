@@ -54,8 +54,6 @@ OptionTable::Entry& OptionTable::entry(EClassId c) {
   return e;
 }
 
-std::span<const Option> OptionTable::options(EClassId c) { return entry(c).options; }
-const ClassFacts& OptionTable::facts(EClassId c) { return entry(c).facts; }
 
 uint64_t OptionTable::canon_node(ENodeId n) const {
   Op op = g_.op(n);
@@ -263,7 +261,6 @@ void OptionTable::analyze(std::span<const EClassId> roots, uint8_t root_req) {
   }
 }
 
-bool OptionTable::viable(EClassId c, uint8_t req) { return (entry(c).viable >> req) & 1u; }
 
 bool OptionTable::viable(EClassId c, const Option& o, uint8_t req) {
   if (!allowed(c, o, req)) return false;

@@ -60,8 +60,17 @@ class OptionTable {
  public:
   OptionTable(const EGraph& g, const ExtractLimits& limits) : g_(g), limits_(limits) {}
 
-  std::span<const Option> options(EClassId c);
-  const ClassFacts& facts(EClassId c);
+  // Inline where the class's entry is built: the expansion and the guide ask
+  // for a class's options at every step. Only canonical classes are ever
+  // built, so a built entry is c's own.
+  std::span<const Option> options(EClassId c) {
+    if (c.v < entries_.size() && entries_[c.v].built) return entries_[c.v].options;
+    return entry(c).options;
+  }
+  const ClassFacts& facts(EClassId c) {
+    if (c.v < entries_.size() && entries_[c.v].built) return entries_[c.v].facts;
+    return entry(c).facts;
+  }
 
   // Whether an option may fill its class under requirement `req`, and the
   // requirement it puts on its i-th child.
@@ -74,7 +83,10 @@ class OptionTable {
   // through shared classes are left to the expansion). A filling with a
   // non-viable child can never complete, so expansion skips it.
   void analyze(std::span<const EClassId> roots, uint8_t root_req);
-  bool viable(EClassId c, uint8_t req);
+  bool viable(EClassId c, uint8_t req) {
+    if (c.v < entries_.size() && entries_[c.v].built) return (entries_[c.v].viable >> req) & 1u;
+    return (entry(c).viable >> req) & 1u;
+  }
   bool viable(EClassId c, const Option& o, uint8_t req);
   // The (class, requirement) pairs analyze() found reachable from the roots.
   std::span<const std::pair<EClassId, uint8_t>> reached() const { return reached_; }

@@ -293,7 +293,7 @@ class Enumerator {
           ++st.pruned;
           continue;
         }
-        PartialProgram child = s;
+        PartialProgram child = copy_for_filling(s, o);
         if (!filler_.fill_first_hole(child, i, in_bytes)) {
           ++st.dead_ends;
           continue;
@@ -313,6 +313,17 @@ class Enumerator {
     }
   }
 
+  // A copy of s with room for filling its first hole with o (one filled
+  // class more, at most one hole per child), so that the filling does not
+  // reallocate the arrays just copied.
+  static PartialProgram copy_for_filling(const PartialProgram& s, const Option& o) {
+    PartialProgram child;
+    child.filled.reserve(s.filled.size() + 1);
+    child.holes.reserve(s.holes.size() + o.children.size());
+    child = s;  // the vectors' copy assignment keeps the reserved storage
+    return child;
+  }
+
   bool permitted(const Option& o) const {
     // A literal class has one filling, its constant, however it was written.
     if (opt_.only_nodes.empty() || o.op == Op::Const) return true;
@@ -325,10 +336,16 @@ class Enumerator {
     ExtractStats& st = out_.stats;
     if (found_.count(s.key.a)) return;  // an earlier pass's candidate
     ++st.complete_built;
+    Clock::time_point build_start = Clock::now();
     Program p = build_program(g_, table_, s, roots_, outputs_, opt_.program_name);
-    if (opt_.mode == ExtractMode::After && !after_keys_.insert(s.key)) return;
+    if (opt_.mode == ExtractMode::After && !after_keys_.insert(s.key)) {
+      st.build_seconds += seconds_since(build_start);
+      return;
+    }
     LoweredProgram lowered;
-    if (std::optional<std::string> why = check_candidate(p, opt_.limits, &lowered)) {
+    std::optional<std::string> why = check_candidate(p, opt_.limits, &lowered);
+    st.build_seconds += seconds_since(build_start);
+    if (why) {
       if (!st.invalid) st.first_invalid = *why;
       ++st.invalid;
       return;
@@ -336,7 +353,9 @@ class Enumerator {
     ++st.distinct;
     Candidate cand{std::move(p), std::move(lowered), s.key.a, std::nullopt, s.spent};
     if (opt_.cost && (pruning() || opt_.max_candidates > 0)) {
+      Clock::time_point estimate_start = Clock::now();
       cand.estimate = opt_.cost->estimate(cand.program, cand.lowered, estimates_);
+      st.estimate_seconds += seconds_since(estimate_start);
       if (cand.estimate->feasible) {
         ++feasible_found_;
         best_.push(cand.estimate->seconds);

@@ -130,7 +130,9 @@ struct ExtractStats {
   std::string first_invalid;       // why the first invalid complete program is not a candidate
   std::string first_infeasible;    // why the first infeasible one fits no block sizes
   bool enough = false;             // max_candidates feasible candidates were found
-  double enumerate_seconds = 0;    // expansion, building, de-duplication and validity
+  double enumerate_seconds = 0;    // expansion, building, de-duplication and validity (and estimates, below)
+  double build_seconds = 0;        //   of which building complete programs and checking their validity
+  double estimate_seconds = 0;     //   of which cost estimates of complete ones (best-first counts feasible ones)
   double rank_seconds = 0;         // cost estimates and sorting
   double seconds = 0;              // both
 };
