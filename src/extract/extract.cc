@@ -378,13 +378,22 @@ class Enumerator {
         out_.stats.first_infeasible = c.estimate->why_infeasible;
         break;
       }
-    cs.erase(std::remove_if(cs.begin(), cs.end(), [](const Candidate& c) { return !c.estimate->feasible; }),
-             cs.end());
-    out_.stats.infeasible = before - cs.size();
-    std::stable_sort(cs.begin(), cs.end(), [](const Candidate& a, const Candidate& b) {
+    // The feasible ones' indices are sorted, not the candidates: a Candidate
+    // holds a program and its kernels, dear to move (most of ngpt's 3988
+    // are infeasible, and the rest were moved about log n times each).
+    std::vector<uint32_t> order;
+    for (uint32_t i = 0; i < cs.size(); ++i)
+      if (cs[i].estimate->feasible) order.push_back(i);
+    out_.stats.infeasible = before - order.size();
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t i, uint32_t j) {
+      const Candidate &a = cs[i], &b = cs[j];
       if (a.estimate->seconds != b.estimate->seconds) return a.estimate->seconds < b.estimate->seconds;
       return a.key < b.key;
     });
+    std::vector<Candidate> ranked;
+    ranked.reserve(order.size());
+    for (uint32_t i : order) ranked.push_back(std::move(cs[i]));
+    cs = std::move(ranked);
   }
 
   const EGraph& g_;
