@@ -1303,6 +1303,35 @@ def _closer_than_eager(got, want, exact, failing, tols) -> bool:
     return True
 
 
+def _half_outputs_match_the_ir(got, want, program, args, failing, tols) -> bool:
+    """Every failing output is a half-precision one, within its tolerance of
+    the reference interpreter's float64 evaluation of the front end's IR
+    (rounded to the output's dtype), and eager within NOISE_CAP_HALF of it:
+    eager rounds every fp16/bf16 operation (a bf16 `sigmoid(v) + 0.1` under a
+    log shifts the result by 1%, seed 10489), the kernels compute in f32 and
+    round where they store, as the IR's semantics say."""
+    import numpy as np
+    import torch
+
+    from . import _core
+
+    if any(tols[i] != check.TOLERANCE_HALF for i in failing):
+        return False
+    b = program.binding
+    ins = {info.name: t.detach().to(torch.float64).numpy() for info, t in zip(b.inputs, b.module_inputs(args))}
+    values = _core.evaluate(program.ir_text, seed=0, blocks={}, inputs=ins)
+    got_flat, want_flat = _flat(got), _flat(want)
+    for i in failing:
+        info = b.outputs[i]
+        ref = np.asarray(values[info.name]).reshape(info.shape)
+        ref = torch.from_numpy(np.ascontiguousarray(ref)).to(want_flat[i].dtype).to(torch.float64).numpy()
+        if not check.relative_error(got_flat[i].detach().to(torch.float64).numpy(), ref) <= tols[i]:
+            return False
+        if not check.relative_error(want_flat[i].detach().to(torch.float64).numpy(), ref) <= NOISE_CAP_HALF:
+            return False
+    return True
+
+
 def _check_values(what: str, got, want, half, program, args, result: Result, fn=None) -> None:
     errors, tols, reason = compare_outputs(got, want, half)
     result.worst_error = max([result.worst_error, *[e for e in errors.values() if math.isfinite(e)]])
@@ -1314,7 +1343,8 @@ def _check_values(what: str, got, want, half, program, args, result: Result, fn=
     if all(math.isfinite(errors[i]) for i in failing):
         floors = _ir_floors(program, args, failing, {i for i in failing if tols[i] == check.TOLERANCE_HALF})
         if within_noise(errors, tols, floors) or \
-                (fn is not None and _closer_than_eager(got, want, exact_reference(fn, args), failing, tols)):
+                (fn is not None and _closer_than_eager(got, want, exact_reference(fn, args), failing, tols)) or \
+                _half_outputs_match_the_ir(got, want, program, args, failing, tols):
             result.noise = True
             return
     raise _Stop("wrong", "run", f"{what}: relative error {_describe(errors, tols)}")
