@@ -24,11 +24,28 @@ int loop_axes(const TensorType& t) {
   return n;
 }
 
+// A loop over a dim of fewer than kMinLoopExtent elements is not made in a
+// program that also has a dim of kRealExtent or more: its blocks would be a
+// few elements each, never worth a loop iteration on a GPU (the whole dim is
+// one tile), and the tiny dims of such programs (mHC's 4 residual streams,
+// its 4x4 Sinkhorn matrices) multiply the candidates without a useful one.
+// Programs whose dims are all small (tests, examples) keep every loop.
+// Grids over small dims stay: a batch of 4 on the grid is what prefill needs.
+constexpr int64_t kMinLoopExtent = 8, kRealExtent = 256;
+
+bool loopable_dim(const EGraph& g, Symbol d) {
+  if (!splittable_dim(g, d)) return false;
+  if (g.dims().find(d)->extent >= kMinLoopExtent) return true;
+  for (const DimInfo& o : g.dims().all())
+    if (!o.collected_from && o.extent >= kRealExtent) return false;
+  return true;
+}
+
 // The axis a loop over dim d gets at this operand, or nullopt past a limit.
 std::optional<Axis> loop_axis(const RuleCtx& c, const TensorType& operand, const TensorType& result,
                               Symbol d) {
   const RuleOptions& o = c.opts;
-  if (!splittable_dim(c.egraph(), d)) return std::nullopt;
+  if (!loopable_dim(c.egraph(), d)) return std::nullopt;
   int level = blocking_level(operand, d);
   if (level >= o.max_nesting_per_dim) return std::nullopt;
   if (loop_axes(result) + 1 > o.max_loop_axes) return std::nullopt;

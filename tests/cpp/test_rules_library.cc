@@ -152,5 +152,35 @@ TEST(RuleLibrary, LimitsBoundNestingAndFusedArity) {
   }
 }
 
+// The loops over dim `d` in the saturated e-graph of `text`.
+int loops_over(const std::string& text, const char* d) {
+  Program p = parse_and_check(text, "<test>");
+  EGraph g;
+  load_program(g, p);
+  Runner runner(g);
+  runner.with_iter_limit(100000).with_time_limit(60);
+  add_rule_library(runner);
+  EXPECT_EQ(runner.run().stop, StopReason::Saturated);
+  int n = 0;
+  for (EClassId c : g.classes())
+    for (ENodeId e : g.nodes(c))
+      n += g.op(e) == Op::PReduce && attr_axis(g.attrs(e), 0).dim == Symbol::intern(d);
+  return n;
+}
+
+std::string reduce_program(int streams, int hidden) {
+  return "(program p (dims (t " + std::to_string(streams) + ") (k " + std::to_string(hidden) +
+         "))\n  (input x f32 [t k])\n  (output y [k] (sum t x)))";
+}
+
+// A loop over a few elements is never worth an iteration: in a program with
+// real-sized dims its dims of fewer than 8 are not looped over (mHC's four
+// streams), while small programs (tests, examples) keep every loop.
+TEST(RuleLibrary, TinyDimsOfLargeProgramsAreNotLoopedOver) {
+  EXPECT_EQ(loops_over(reduce_program(4, 4096), "t"), 0);
+  EXPECT_GT(loops_over(reduce_program(8, 4096), "t"), 0);
+  EXPECT_GT(loops_over(reduce_program(4, 64), "t"), 0);
+}
+
 }  // namespace
 }  // namespace eqf
