@@ -55,7 +55,7 @@ struct RuleState {
   // (a backoff search at AC n = 12 stores 10.7 M matches, 171 MB, which a
   // std::vector copied at each doubling into freshly zeroed pages), and it
   // keeps its pages from one iteration to the next.
-  HugeVector<uint32_t> matches;
+  HugeVector<uint32_t> matches{false};
   RuleStats stats;
 };
 
@@ -300,7 +300,7 @@ struct Runner::Impl {
       if (sink.over_budget()) {
         // The matches would pass the memory cap: none is applied, and the
         // buffer goes back (extraction runs next, in the same memory).
-        r.matches = HugeVector<uint32_t>();
+        r.matches = HugeVector<uint32_t>(false);
         recount_matches();
         halt(StopReason::MemoryLimit);
         break;

@@ -41,14 +41,19 @@ class HugeVector {
   static constexpr size_t kHuge = size_t(2) << 20;
 
   HugeVector() = default;
+  // huge_pages = false: mapped and grown the same way, but left on 4 KiB
+  // pages, so that only the pages written are zeroed (a buffer that is
+  // filled front to back and mostly short, as a rule's match buffer is).
+  explicit HugeVector(bool huge_pages) : huge_pages_(huge_pages) {}
   ~HugeVector() { release(); }
-  HugeVector(HugeVector&& o) noexcept : p_(o.p_), size_(o.size_), cap_(o.cap_), bytes_(o.bytes_), mapped_(o.mapped_) {
+  HugeVector(HugeVector&& o) noexcept
+      : p_(o.p_), size_(o.size_), cap_(o.cap_), bytes_(o.bytes_), mapped_(o.mapped_), huge_pages_(o.huge_pages_) {
     o.p_ = nullptr, o.size_ = o.cap_ = o.bytes_ = 0, o.mapped_ = false;
   }
   HugeVector& operator=(HugeVector&& o) noexcept {
     if (this != &o) {
       release();
-      p_ = o.p_, size_ = o.size_, cap_ = o.cap_, bytes_ = o.bytes_, mapped_ = o.mapped_;
+      p_ = o.p_, size_ = o.size_, cap_ = o.cap_, bytes_ = o.bytes_, mapped_ = o.mapped_, huge_pages_ = o.huge_pages_;
       o.p_ = nullptr, o.size_ = o.cap_ = o.bytes_ = 0, o.mapped_ = false;
     }
     return *this;
@@ -127,7 +132,7 @@ class HugeVector {
       if (q == MAP_FAILED) throw std::bad_alloc();
       huge_vector_mapped.fetch_add(bytes - (mapped_ ? bytes_ : 0), std::memory_order_relaxed);
 #if defined(MADV_HUGEPAGE)
-      madvise(q, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
+      if (huge_pages_) madvise(q, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
 #endif
       if (!mapped_) std::free(p_);
       p_ = static_cast<T*>(q);
@@ -160,6 +165,7 @@ class HugeVector {
   size_t cap_ = 0;
   size_t bytes_ = 0;  // the mapping's length, when mapped_
   bool mapped_ = false;  // p_ came from mmap (bytes_ long, a multiple of kHuge)
+  bool huge_pages_ = true;
 };
 
 }  // namespace eqf
