@@ -38,6 +38,10 @@ def stack3(x, g1, w1, g2, w2, g3, w3):
     return layer(layer(layer(x, g1, w1), g2, w2), g3, w3)
 
 
+def stack2(x, g1, w1, g2, w2):
+    return layer(layer(x, g1, w1), g2, w2)
+
+
 def stack_args(d=16, tokens=4, layers=3, seed=0):
     gen = torch.Generator().manual_seed(seed)
     args = [torch.randn(tokens, d, generator=gen).half()]
@@ -88,10 +92,6 @@ def test_failed_whole_program_search_falls_back_to_subgraphs(monkeypatch):
     """partition_ops=0: the program is searched whole first; a search that
     hits its limit without a candidate makes the runtime cut it."""
     args = stack_args(layers=2)
-
-    def stack2(x, g1, w1, g2, w2):
-        return layer(layer(x, g1, w1), g2, w2)
-
     whole = to_ir(stack2, *args).text
     real = search.find_candidates
     seen = []
@@ -120,10 +120,6 @@ def test_a_whole_search_at_its_limit_is_compared_with_the_cut(monkeypatch, scale
     import dataclasses
 
     args = stack_args(layers=2)
-
-    def stack2(x, g1, w1, g2, w2):
-        return layer(layer(x, g1, w1), g2, w2)
-
     whole = to_ir(stack2, *args).text
     real = search.find_candidates
     seen = []
