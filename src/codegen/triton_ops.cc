@@ -206,8 +206,15 @@ TileTuple emit_Cast(KernelEmitter& k, NodeId n, Kids kids) {
     return single(v);
   }
   Value v = x;
-  v.expr = Expr{convert_text(x.expr, x.dtype, to), kAtom};
   v.dtype = to;
+  if (x.literal) {
+    // A Python float has no .to(): a 0-d tensor of the target type (a cast
+    // literal under replicate reaches here, e.g. where(x < 0, -1, 0)).
+    v.expr = Expr{"tl.full([], " + x.expr.text + ", " + dtype_triton(to) + ")", kAtom};
+    v.literal = false;
+    return single(v);
+  }
+  v.expr = Expr{convert_text(x.expr, x.dtype, to), kAtom};
   return single(v);
 }
 TileTuple emit_Lt(KernelEmitter& k, NodeId, Kids kids) {
