@@ -53,8 +53,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import multiprocessing
-import multiprocessing.connection
 import os
 import re
 import shutil
@@ -64,7 +62,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 
-from . import check
+from . import check, worker_pool
 
 STATUSES = ("ok", "no-candidate", "wrong", "crash", "timeout")
 FAILURES = ("wrong", "crash")
@@ -450,100 +448,38 @@ def reproduce_commands(result: Result, config: Config) -> list[str]:
 # ---- workers -------------------------------------------------------------------------------
 
 
-def _worker(conn, config: Config) -> None:
+def _init_worker() -> None:
     # Triton decides at import whether its kernels are interpreted; the
     # check turns it on before the first import.
     os.environ["TRITON_INTERPRET"] = "1"
-    while True:
-        try:
-            job = conn.recv()
-        except EOFError:
-            return
-        if job is None:
-            return
-        seed, also_tiled = job
-        cfg = Config(**{**asdict(config), "also_tiled": also_tiled})
-        try:
-            r = fuzz_one(seed, cfg)
-        except BaseException as e:  # a bug in the driver itself: report it as this program's crash
-            r = Result(seed, "crash", "".join(traceback.format_exception_only(type(e), e)).strip(), "worker",
-                       also_tiled=also_tiled)
-        conn.send(asdict(r))
 
 
-class _Slot:
-    """One worker process and the program it is checking."""
+def _check_job(job, config: Config) -> dict:
+    seed, also_tiled = job
+    return asdict(fuzz_one(seed, Config(**{**asdict(config), "also_tiled": also_tiled})))
 
-    def __init__(self, ctx, config: Config):
-        self.parent, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker, args=(child, config), daemon=True)
-        self.process.start()
-        child.close()
-        self.job = None
-        self.started = 0.0
 
-    def give(self, job) -> None:
-        self.job, self.started = job, time.monotonic()
-        self.parent.send(job)
-
-    def stop(self, kill: bool = False) -> None:
-        if kill:
-            self.process.kill()
-        else:
-            try:
-                self.parent.send(None)
-            except (BrokenPipeError, OSError):
-                pass
-        self.process.join(5)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
+def _result(outcome: worker_pool.Outcome) -> Result:
+    seed, tiled = outcome.job
+    if outcome.kind == "done":
+        r = Result(**outcome.value)
+    elif outcome.kind == "timeout":
+        r = Result(seed, "timeout", f"program {outcome.detail}", "run", also_tiled=tiled)
+    else:  # a bug in the driver itself, or the worker died: this program's crash
+        r = Result(seed, "crash", outcome.detail, "worker", also_tiled=tiled)
+    r.seconds = r.seconds or outcome.seconds
+    return r
 
 
 def run(seeds, config: Config, jobs: int = 1, also_tiled_odd: bool = False, report=None):
-    """Checks the program of every seed with `jobs` worker processes; yields
-    each Result as it finishes (not in seed order). `also_tiled_odd`: unite
-    the tiled twin for odd seeds (and for all of them under config.also_tiled)."""
-    ctx = multiprocessing.get_context("spawn")
-    pending = [(s, config.also_tiled or (also_tiled_odd and s % 2 == 1)) for s in seeds]
-    pending.reverse()
-    slots = [_Slot(ctx, config) for _ in range(max(1, min(jobs, len(pending))))]
-    try:
-        while pending or any(s.job for s in slots):
-            for i, slot in enumerate(slots):
-                if slot.job is None and pending:
-                    slot.give(pending.pop())
-            busy = [s for s in slots if s.job is not None]
-            ready = multiprocessing.connection.wait([s.parent for s in busy] + [s.process.sentinel for s in busy],
-                                                    timeout=1.0)
-            for i, slot in enumerate(slots):
-                if slot.job is None:
-                    continue
-                seed, tiled = slot.job
-                done = None
-                if slot.parent in ready:
-                    try:
-                        done = Result(**slot.parent.recv())
-                    except (EOFError, OSError):
-                        done = None
-                if done is None and not slot.process.is_alive():
-                    code = slot.process.exitcode
-                    why = f"killed by signal {-code}" if code is not None and code < 0 else f"exit {code}"
-                    done = Result(seed, "crash", f"worker process died ({why})", "worker", also_tiled=tiled)
-                    slots[i] = _Slot(ctx, config)
-                elif done is None and time.monotonic() - slot.started > config.program_timeout_s:
-                    slot.stop(kill=True)
-                    done = Result(seed, "timeout", f"program ran past {config.program_timeout_s:g} s", "run",
-                                  also_tiled=tiled)
-                    slots[i] = _Slot(ctx, config)
-                if done is not None:
-                    done.seconds = done.seconds or time.monotonic() - slot.started
-                    if slots[i] is slot:
-                        slot.job = None
-                    yield done
-    finally:
-        for s in slots:
-            s.stop()
+    """Checks the program of every seed with `jobs` worker processes (a worker
+    that dies or overruns config.program_timeout_s is replaced); yields each
+    Result as it finishes (not in seed order). `also_tiled_odd`: unite the
+    tiled twin for odd seeds (and for all of them under config.also_tiled)."""
+    work = [(s, config.also_tiled or (also_tiled_odd and s % 2 == 1)) for s in seeds]
+    for outcome in worker_pool.run(work, _check_job, (config,), workers=jobs, timeout_s=config.program_timeout_s,
+                                   init=_init_worker):
+        yield _result(outcome)
 
 
 # ---- the command ----------------------------------------------------------------------------------

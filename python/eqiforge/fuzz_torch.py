@@ -65,8 +65,6 @@ import contextlib
 import importlib.util
 import json
 import math
-import multiprocessing
-import multiprocessing.connection
 import os
 import random
 import re
@@ -78,7 +76,7 @@ import traceback
 import warnings
 from dataclasses import asdict, dataclass, field
 
-from . import check
+from . import check, worker_pool
 from .fuzz import NOISE_CAP, NOISE_CAP_HALF, NOISE_FACTOR, NOISE_ROUNDING, NOISE_ROUNDING_DRAWS, NOISE_STEP, \
     NOISE_ZERO, half_step
 
@@ -1585,93 +1583,35 @@ def check_file(path: str) -> int:
 # ---- workers --------------------------------------------------------------------------
 
 
-def _worker(conn, config: Config, mode: str) -> None:
+def _init_worker() -> None:
     os.environ["TRITON_INTERPRET"] = "1"
     import torch
 
     torch.set_num_threads(1)
-    while True:
-        try:
-            seed = conn.recv()
-        except EOFError:
-            return
-        if seed is None:
-            return
-        try:
-            r = fuzz_one(seed, config, mode)
-        except BaseException as e:  # noqa: BLE001
-            r = Result(seed, "crash", "".join(traceback.format_exception_only(type(e), e)).strip(), "worker")
-        conn.send(asdict(r))
 
 
-class _Slot:
-    def __init__(self, ctx, config: Config, mode: str):
-        self.parent, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker, args=(child, config, mode), daemon=True)
-        self.process.start()
-        child.close()
-        self.seed = None
-        self.started = 0.0
+def _check_job(seed: int, config: Config, mode: str) -> dict:
+    return asdict(fuzz_one(seed, config, mode))
 
-    def give(self, seed: int) -> None:
-        self.seed, self.started = seed, time.monotonic()
-        self.parent.send(seed)
 
-    def stop(self, kill: bool = False) -> None:
-        if kill:
-            self.process.kill()
-        else:
-            try:
-                self.parent.send(None)
-            except (BrokenPipeError, OSError):
-                pass
-        self.process.join(5)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
+def _result(outcome: worker_pool.Outcome) -> Result:
+    seed = outcome.job
+    if outcome.kind == "done":
+        r = Result(**outcome.value)
+    elif outcome.kind == "timeout":
+        r = Result(seed, "timeout", f"program {outcome.detail}", "run")
+    else:  # raised out of fuzz_one, or the worker died
+        r = Result(seed, "crash", outcome.detail, "worker")
+    r.seconds = r.seconds or outcome.seconds
+    return r
 
 
 def run(seeds, config: Config, jobs: int = 1, mode: str = "ci"):
     """Checks the program of every seed in worker processes (a worker that
     dies or overruns config.program_timeout_s is replaced); yields each Result."""
-    ctx = multiprocessing.get_context("spawn")
-    pending = list(seeds)
-    pending.reverse()
-    slots = [_Slot(ctx, config, mode) for _ in range(max(1, min(jobs, len(pending))))]
-    try:
-        while pending or any(s.seed is not None for s in slots):
-            for slot in slots:
-                if slot.seed is None and pending:
-                    slot.give(pending.pop())
-            busy = [s for s in slots if s.seed is not None]
-            ready = multiprocessing.connection.wait([s.parent for s in busy] + [s.process.sentinel for s in busy],
-                                                    timeout=1.0)
-            for i, slot in enumerate(slots):
-                if slot.seed is None:
-                    continue
-                done = None
-                if slot.parent in ready:
-                    try:
-                        done = Result(**slot.parent.recv())
-                    except (EOFError, OSError):
-                        done = None
-                if done is None and not slot.process.is_alive():
-                    code = slot.process.exitcode
-                    why = f"killed by signal {-code}" if code is not None and code < 0 else f"exit {code}"
-                    done = Result(slot.seed, "crash", f"worker process died ({why})", "worker")
-                    slots[i] = _Slot(ctx, config, mode)
-                elif done is None and time.monotonic() - slot.started > config.program_timeout_s:
-                    slot.stop(kill=True)
-                    done = Result(slot.seed, "timeout", f"program ran past {config.program_timeout_s:g} s", "run")
-                    slots[i] = _Slot(ctx, config, mode)
-                if done is not None:
-                    done.seconds = done.seconds or time.monotonic() - slot.started
-                    if slots[i] is slot:
-                        slot.seed = None
-                    yield done
-    finally:
-        for s in slots:
-            s.stop()
+    for outcome in worker_pool.run(seeds, _check_job, (config, mode), workers=jobs,
+                                   timeout_s=config.program_timeout_s, init=_init_worker):
+        yield _result(outcome)
 
 
 # ---- the command ------------------------------------------------------------------------
