@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "eqiforge/ir/op.h"
 #include "eqiforge/ir/typecheck.h"
@@ -324,6 +325,18 @@ struct Builder {
   const Facts& f;
   Partition& out;
   std::vector<int> boundary_of;   // original node -> boundary index, or -1
+  // Names of the original program's inputs, outputs and lets, and of the
+  // boundaries so far: a boundary's name is none of them, so that no
+  // subprogram declares one name twice (a program that is itself a subgraph
+  // has outputs named like the boundaries cut from it: b0_x).
+  std::unordered_set<std::string> taken;
+
+  std::string fresh_name(const std::string& base) {
+    std::string name = base;
+    for (int k = 1; taken.count(name); ++k) name = base + "_" + std::to_string(k);
+    taken.insert(name);
+    return name;
+  }
 
   // The subprogram of one segment, built in a canonical order: a depth-first
   // walk from its outputs, so its inputs (and the nodes it adds) come in an
@@ -338,8 +351,11 @@ struct Builder {
     for (uint32_t n : nodes) sg.nodes.push_back(NodeId{n});
     sg.ops = int(nodes.size());
 
-    // Outputs, in linear order of their nodes: original outputs first at
-    // each node (in declared order), then the boundary value.
+    // Outputs, in linear order of their nodes: original outputs at each node
+    // (in declared order), or the boundary value. A value that is both an
+    // original output and read by a later subgraph is declared once, as the
+    // original output, and the boundary is that output (its later readers
+    // read what it wrote, in its layout).
     struct Pending {
       NodeId node;
       int original = -1;
@@ -347,9 +363,12 @@ struct Builder {
     };
     std::vector<Pending> outs;
     for (uint32_t n : nodes) {
+      size_t first = outs.size();
       for (size_t o = 0; o < p.outputs().size(); ++o)
         if (p.outputs()[o].value.v == n) outs.push_back({NodeId{n}, int(o), false});
-      if (crosses[n]) outs.push_back({NodeId{n}, -1, true});
+      if (!crosses[n]) continue;
+      if (outs.size() > first) outs[first].boundary = true;
+      else outs.push_back({NodeId{n}, -1, true});
     }
 
     // Dims used anywhere in the segment (operands included), declared in the
@@ -420,20 +439,17 @@ struct Builder {
     for (const Pending& o : outs) {
       NodeId v{map[o.node.v]};
       SubgraphOutput role;
-      if (o.original >= 0) {
-        const OutputDecl& decl = p.outputs()[size_t(o.original)];
-        q.add_output(decl.name, decl.layout, v, decl.loc);
-        role.original_output = o.original;
-        out.outputs[size_t(o.original)] = {index, int(sg.outputs.size())};
-      } else {
+      const OutputDecl* decl = o.original >= 0 ? &p.outputs()[size_t(o.original)] : nullptr;
+      if (o.boundary) {
         int b = int(out.boundaries.size());
         BoundaryTensor bt;
         Symbol let = p.name_of(o.node);
-        bt.name = "b" + std::to_string(b) + "_" + (let.valid() ? std::string(let.str()) : "t" + std::to_string(o.node.v));
+        bt.name = fresh_name("b" + std::to_string(b) + "_" + (let.valid() ? std::string(let.str()) : "t" + std::to_string(o.node.v)));
         bt.node = o.node;
         const TensorType& t = p.type(o.node).get().tensor();
         bt.dtype = t.dtype;
-        bt.layout = f.layouts[o.node.v].front();
+        // Stored once: in the original output's layout when it is one.
+        bt.layout = decl ? decl->layout : f.layouts[o.node.v].front();
         {
           // The structural order must be a permutation of the value's dims;
           // where it is not (it always should be), the declared order is.
@@ -447,9 +463,14 @@ struct Builder {
         bt.producer = index;
         boundary_of[o.node.v] = b;
         out.boundaries.push_back(bt);
-        q.add_output(Symbol::intern(bt.name), bt.layout, v, p.node(o.node).loc);
         role.boundary = b;
         sg.boundary_out_bytes += bt.bytes;
+        if (!decl) q.add_output(Symbol::intern(bt.name), bt.layout, v, p.node(o.node).loc);
+      }
+      if (decl) {
+        q.add_output(decl->name, decl->layout, v, decl->loc);
+        role.original_output = o.original;
+        out.outputs[size_t(o.original)] = {index, int(sg.outputs.size())};
       }
       sg.bytes += f.bytes[o.node.v];
       sg.outputs.push_back(role);
@@ -487,7 +508,11 @@ Partition partition_program(const Program& p, const PartitionOptions& options) {
 
   // Outputs that are inputs (or depend on none) have no operator: they go
   // with the last subgraph, or make one when the program has no operator.
-  Builder builder{p, f, out, std::vector<int>(p.size(), -1)};
+  Builder builder{p, f, out, std::vector<int>(p.size(), -1), {}};
+  for (const InputDecl& in : p.inputs()) builder.taken.insert(std::string(in.name.str()));
+  for (const OutputDecl& o : p.outputs()) builder.taken.insert(std::string(o.name.str()));
+  for (uint32_t i = 0; i < p.size(); ++i)
+    if (Symbol let = p.name_of(NodeId{i}); let.valid()) builder.taken.insert(std::string(let.str()));
   std::vector<bool> in_segment(p.size(), false);
   std::vector<bool> crosses(p.size(), false);
   size_t segments = chosen.cuts.empty() ? 0 : chosen.cuts.size() - 1;

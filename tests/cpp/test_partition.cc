@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 
 #include "eqiforge/interp/interp.h"
@@ -26,9 +27,12 @@ std::vector<Tensor64> run_partition(const Program& p, const Partition& part, con
     const Subgraph& sg = part.subgraphs[s];
     Program q = parse_and_check(print_program(sg.program), "<subgraph>");
     std::vector<Tensor64> in;
-    for (const SubgraphInput& src : sg.inputs) {
+    for (size_t k = 0; k < sg.inputs.size(); ++k) {
+      const SubgraphInput& src = sg.inputs[k];
       if (src.boundary) {
         EXPECT_LT(part.boundaries[src.index].producer, int(s)) << "a boundary read before it is produced";
+        // Read in the layout it was written in.
+        EXPECT_EQ(sg.program.inputs()[k].layout, part.boundaries[src.index].layout) << part.boundaries[src.index].name;
         in.push_back(boundary[src.index]);
       } else {
         in.push_back(inputs[src.index]);
@@ -36,7 +40,10 @@ std::vector<Tensor64> run_partition(const Program& p, const Partition& part, con
     }
     std::vector<Tensor64> out = evaluate(q, in);
     for (size_t k = 0; k < sg.outputs.size(); ++k) {
-      if (sg.outputs[k].boundary >= 0) boundary[size_t(sg.outputs[k].boundary)] = out[k];
+      if (sg.outputs[k].boundary >= 0) {
+        boundary[size_t(sg.outputs[k].boundary)] = out[k];
+        EXPECT_EQ(sg.program.outputs()[k].layout, part.boundaries[size_t(sg.outputs[k].boundary)].layout);
+      }
       if (sg.outputs[k].original_output >= 0) {
         outputs[size_t(sg.outputs[k].original_output)] = out[k];
         done[size_t(sg.outputs[k].original_output)] = true;
@@ -220,6 +227,50 @@ TEST(Partition, SoftmaxChainStaysWholeWhenTheBoundAllows) {
     // The mask is computed where it is used, next to its `where`.
     for (const Subgraph& sg : part.subgraphs)
       for (const InputDecl& in : sg.program.inputs()) EXPECT_EQ(in.name.str().find("lt"), std::string::npos);
+  }
+}
+
+TEST(Partition, AnOutputThatCrossesACutIsDeclaredOnce) {
+  // s is an original output and read by the next subgraph: its producer
+  // declares it once (with both roles), in the output's layout, which the
+  // consumer reads. The output is named as the boundary's name would be, as
+  // in a subgraph that is partitioned again (bug 48: "duplicate output
+  // `b0_s`").
+  const char* text = R"((program dup (dims (m 3) (k 8)) (input x f32 [m k])
+                      (let s (exp x))
+                      (output b0_s [k m] s)
+                      (output y [m k] (log s))))";
+  Program p = parse_and_check(text, "<dup>");
+  Partition part = check_partition(p, 1, 7, "an output read by a later subgraph");
+  ASSERT_EQ(part.subgraphs.size(), 2u);
+  ASSERT_EQ(part.boundaries.size(), 1u);
+  const Subgraph& first = part.subgraphs[0];
+  ASSERT_EQ(first.outputs.size(), 1u);
+  EXPECT_EQ(first.outputs[0].original_output, 0);
+  EXPECT_EQ(first.outputs[0].boundary, 0);
+  EXPECT_EQ(first.program.outputs()[0].name.str(), "b0_s");
+  std::vector<Symbol> km{Symbol::intern("k"), Symbol::intern("m")};
+  EXPECT_EQ(part.boundaries[0].layout, km);
+  EXPECT_EQ(part.subgraphs[1].program.inputs()[0].layout, km);
+  EXPECT_NE(part.boundaries[0].name, "b0_s");
+  EXPECT_EQ(first.bytes, 2 * 3 * 8 * 4) << "x read once, s written once";
+}
+
+TEST(Partition, BoundaryNamesAreNoneOfTheProgramsNames) {
+  // The boundary of s would be b0_s, the name of an input that its
+  // consumer reads too, and b1_t, a let's name.
+  const char* text = R"((program names (dims (k 8)) (input x f32 [k]) (input b0_s f32 [k])
+                      (let s (exp x))
+                      (let b1_t (log s))
+                      (output y [k] (mul b1_t (add s b0_s)))))";
+  Program p = parse_and_check(text, "<names>");
+  Partition part = check_partition(p, 1, 9, "boundary names");
+  ASSERT_EQ(part.subgraphs.size(), 4u);
+  std::set<std::string> names;
+  for (const BoundaryTensor& b : part.boundaries) {
+    EXPECT_TRUE(names.insert(b.name).second) << b.name;
+    EXPECT_NE(b.name, "b0_s");
+    EXPECT_NE(b.name, "b1_t");
   }
 }
 

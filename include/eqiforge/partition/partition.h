@@ -54,10 +54,14 @@ struct PartitionOptions {
 
 // A tensor computed by one subgraph and read by later ones.
 struct BoundaryTensor {
-  std::string name;             // the producer's output name and the consumers' input name
+  // The consumers' input name, and the producer's output name unless the
+  // value is also an original output: the producer then declares it once,
+  // under the original output's name and in its layout. Unique among the
+  // original program's input, output and let names and the other boundaries.
+  std::string name;
   NodeId node;                  // the original program's node
   DType dtype = DType::F32;
-  std::vector<Symbol> layout;   // the original program's dims, declaration order
+  std::vector<Symbol> layout;   // the original program's dims, in a structural order (or the output's layout)
   std::vector<int64_t> shape;
   int64_t bytes = 0;
   int producer = -1;            // subgraph index
