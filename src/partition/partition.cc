@@ -31,6 +31,15 @@ struct Facts {
   std::vector<int64_t> bytes;    // of the value (tensors only; 0 for tuples and literals)
   std::vector<std::vector<uint32_t>> users;  // operator users, each once
   std::vector<bool> is_output;
+  // A value with a dim of extent > 1: only those may cross a cut. The search
+  // has no candidate for a subgraph that outputs a value without one (the
+  // mean of a 1-D row, a [1] tensor).
+  std::vector<bool> wide;
+  // The value a node is a mere copy of (x + 0, x * 1, a layout op of x, ...;
+  // itself when it is none): a subgraph that outputs a copy of one of its
+  // inputs has no candidate either, so such a value never crosses a cut,
+  // nor is an output separated from what it copies.
+  std::vector<uint32_t> copy_of;
   // Per node, per tuple component: the dims in a structural order (see
   // natural_layouts); the layout a boundary tensor is stored in.
   std::vector<std::vector<std::vector<Symbol>>> layouts;
@@ -127,6 +136,59 @@ std::vector<std::vector<std::vector<Symbol>>> natural_layouts(const Program& p) 
   return out;
 }
 
+// The values of literal constants and of pointwise ops over them (the
+// folding the e-graph's analysis does for the common cases), NaN elsewhere.
+std::vector<double> literal_values(const Program& p) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> v(p.size(), nan);
+  for (uint32_t i = 0; i < p.size(); ++i) {
+    NodeId id{i};
+    const Node& n = p.node(id);
+    auto kids = p.children(id);
+    auto at = [&](size_t k) { return v[kids[k].v]; };
+    switch (n.op) {
+      case Op::Const: v[i] = attr_f64(n.attrs); break;
+      case Op::Neg: v[i] = -at(0); break;
+      case Op::Add: v[i] = at(0) + at(1); break;
+      case Op::Sub: v[i] = at(0) - at(1); break;
+      case Op::Mul: v[i] = at(0) * at(1); break;
+      case Op::Div: v[i] = at(0) / at(1); break;
+      default: break;
+    }
+  }
+  return v;
+}
+
+std::vector<uint32_t> copies(const Program& p) {
+  std::vector<double> lit = literal_values(p);
+  std::vector<uint32_t> of(p.size());
+  for (uint32_t i = 0; i < p.size(); ++i) {
+    NodeId id{i};
+    const Node& n = p.node(id);
+    auto kids = p.children(id);
+    of[i] = i;
+    auto is = [&](size_t k, double value) { return lit[kids[k].v] == value; };
+    switch (n.op) {
+      case Op::Add:
+        if (is(1, 0)) of[i] = of[kids[0].v];
+        else if (is(0, 0)) of[i] = of[kids[1].v];
+        break;
+      case Op::Mul:
+        if (is(1, 1)) of[i] = of[kids[0].v];
+        else if (is(0, 1)) of[i] = of[kids[1].v];
+        break;
+      case Op::Sub: if (is(1, 0)) of[i] = of[kids[0].v]; break;
+      case Op::Div: if (is(1, 1)) of[i] = of[kids[0].v]; break;
+      case Op::Neg:
+        if (p.node(kids[0]).op == Op::Neg) of[i] = of[p.children(kids[0])[0].v];
+        break;
+      case Op::Split: case Op::Merge: case Op::Rename: of[i] = of[kids[0].v]; break;
+      default: break;
+    }
+  }
+  return of;
+}
+
 Facts facts_of(const Program& p) {
   Facts f;
   f.p = &p;
@@ -138,7 +200,9 @@ Facts facts_of(const Program& p) {
   f.bytes.assign(n, 0);
   f.users.assign(n, {});
   f.is_output.assign(n, false);
+  f.wide.assign(n, false);
   f.layouts = natural_layouts(p);
+  f.copy_of = copies(p);
   for (const OutputDecl& o : p.outputs()) {
     f.reachable[o.value.v] = true;
     f.is_output[o.value.v] = true;
@@ -161,7 +225,13 @@ Facts facts_of(const Program& p) {
     f.is_op[i] = f.reachable[i] && dep && node.op != Op::Input;
     const Type& t = p.type(id).get();
     f.is_tuple[i] = t.is_tuple;
-    if (!t.is_tuple && !t.tensor().literal) f.bytes[i] = elements(p, t.tensor()) * dtype_bytes(t.tensor().dtype);
+    if (!t.is_tuple && !t.tensor().literal) {
+      f.bytes[i] = elements(p, t.tensor()) * dtype_bytes(t.tensor().dtype);
+      for (Symbol d : t.tensor().dims) {
+        const DimInfo* info = p.dims.find(d);
+        if (info && info->extent > 1) f.wide[i] = true;
+      }
+    }
   }
   for (size_t i = 0; i < n; ++i) {
     if (!f.is_op[i]) continue;
@@ -227,7 +297,10 @@ Segmentation segment(const Facts& f, std::vector<uint32_t> order, int max_ops) {
   std::vector<uint32_t> stamp(n, kNone);
   uint32_t generation = 0;
 
-  // The cost of segment [a, b), or nullopt when a tuple would cross a cut.
+  // The cost of segment [a, b), or false when the segment cannot be a
+  // subgraph: a tuple, a value without a dim of extent > 1 or a mere copy of
+  // a value computed before the segment would cross a cut, or an original
+  // output would be a copy of a value computed before the segment.
   auto segment_cost = [&](size_t a, size_t b, Cost& c) -> bool {
     c = Cost{};
     c.segments = 1;
@@ -235,9 +308,17 @@ Segmentation segment(const Facts& f, std::vector<uint32_t> order, int max_ops) {
     ++generation;
     for (size_t i = a; i < b; ++i) {
       uint32_t node = order[i];
+      uint32_t source = f.copy_of[node];
+      // Copies an input of the segment: an operator before it, or (only
+      // where the value crosses: an original output copying an original
+      // input is one in any subgraph) an original input.
+      bool copies_input = source != node && (pos[source] == kNone ? !f.is_op[source] && f.dependent[source]
+                                                                  : pos[source] < a);
       if (last_use[i] >= b && f.users[node].size() > 0) {
-        if (f.is_tuple[node]) return false;
+        if (f.is_tuple[node] || !f.wide[node] || copies_input) return false;
         c.bytes += f.bytes[node];  // written once
+      } else if (f.is_output[node] && copies_input && pos[source] != kNone) {
+        return false;
       }
       for (NodeId ch : f.p->children(NodeId{node})) {
         uint32_t q = pos[ch.v];

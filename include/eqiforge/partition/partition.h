@@ -23,8 +23,13 @@
 // every node that depends on no input (masks built from iotas, folded
 // literals). Such nodes are copied into each subgraph that uses them, so a
 // mask and the `where` that reads it stay in one program. Tuple-typed nodes
-// never cross a cut (a tuple cannot be an output); their segment may exceed
-// `max_ops` by what that takes.
+// never cross a cut (a tuple cannot be an output), and neither do values the
+// search has no candidate for as a subgraph's output: values without a dim
+// of extent > 1 (the mean of a 1-D row), and mere copies of a value the
+// subgraph does not compute (x + 0, x * 1, -(-x), split, merge, rename of
+// it; an original output that is one stays with what it copies). A segment
+// may exceed `max_ops` by what that takes (one subgraph of everything, when
+// no cut is allowed).
 //
 // Identical subgraphs (same structure, dtypes, dim extents and layouts, up to
 // the names of inputs, outputs, lets and dims) have the same structural hash;
