@@ -303,7 +303,8 @@ def compile_captured(fe, fn, example_inputs: tuple, opts: Options, progress: Pro
 
 def _fallback_plan(fe, opts: Options, found):
     """The partition of a program whose whole search failed (None when it
-    cannot be cut: one operator, or no partitioning in this build)."""
+    cannot be cut: one operator, no allowed cut, or no partitioning in this
+    build)."""
     from .runtime import partition as partitioning
 
     if not partitioning.has_partitioning():
@@ -311,7 +312,10 @@ def _fallback_plan(fe, opts: Options, found):
     ops = partitioning.partition_program(fe.text, 1 << 30).ops
     if ops <= 1:
         return None
-    return partitioning.partition_program(fe.text, partitioning.first_bound(ops, opts))
+    plan = partitioning.partition_program(fe.text, partitioning.first_bound(ops, opts))
+    # One subgraph: no cut is allowed (values without a dim of extent > 1,
+    # copies), and it is the program whose search just failed.
+    return plan if len(plan.subgraphs) > 1 else None
 
 
 def compile_partitioned(fe, fn, example_inputs: tuple, opts: Options, progress: Progress, binding: Binding, plan,

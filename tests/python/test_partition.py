@@ -197,3 +197,64 @@ def test_decode_layer_through_optimize(counted_search):
     other = W.make_inputs(case, "cpu", torch.float16, seed=3)
     assert rel_l2(fast(*other), fn(*other)) <= 1e-2
     assert not math.isnan(fast.report.error)
+
+
+def test_a_1d_layer_norm_is_cut_only_at_rows():
+    """Bug 45: the mean and variance of a 1-D row are rank 0; a subgraph
+    that outputs one has no candidate, so they are never boundaries, and
+    optimize finds a candidate for every subgraph."""
+    import torch.nn.functional as F
+
+    def fn(x):
+        return F.layer_norm(x, (7,))
+
+    x = torch.randn(7)
+    for bound in (1, 2, 3, 4):
+        plan = P.partition_program(to_ir(fn, x).text, bound)
+        assert len(plan.subgraphs) >= 2
+        assert all(7 in b.shape for b in plan.boundaries), [b.shape for b in plan.boundaries]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InterpreterWarning)
+        fast = eqiforge.optimize(fn, x, partition_ops=3, **FAST)
+    assert isinstance(fast, P.ComposedProgram)
+    other = torch.randn(7, generator=torch.Generator().manual_seed(5))
+    assert rel_l2(fast(other), fn(other)) <= 1e-5
+
+
+def test_a_subgraph_that_cannot_be_cut_further_is_no_candidate():
+    """A subgraph whose search finds nothing and that has no allowed cut
+    (a rank-0 chain) is refused with NoValidCandidate, not cut into itself
+    again without end."""
+    from eqiforge.runtime.tuner import NoValidCandidate
+
+    def fn(x):
+        return torch.exp(x) * 2, x.sum() * 0.5 + 1
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InterpreterWarning)
+        with pytest.raises(NoValidCandidate, match="cannot be cut further"):
+            eqiforge.optimize(fn, torch.randn(7), partition_ops=2, **FAST)
+
+
+def test_a_subgraph_partitioned_again_declares_each_output_once():
+    """Bug 48: a subgraph program (its outputs named after the first cut's
+    boundaries) cut again, as refinement does: its output b0_sub_ crosses
+    the new cut too, and was declared twice there ("duplicate output
+    `b0_sub_`"). It is one output with both roles, and every program of the
+    nested plan is valid."""
+    from eqiforge import _core
+
+    text = """(program f_part0 (dims (k 11)) (input x f32 [k])
+      (let sub_ (sub x (div (sum k x) 11)))
+      (let e (exp sub_))
+      (output b0_sub_ [k] sub_)
+      (output b1_e [k] (log (add e 1))))"""
+    for bound in (1, 2, 3, 4, 5):
+        plan = P.partition_program(text, bound)
+        assert len(plan.subgraphs) >= 2
+        for sg in plan.subgraphs:
+            _core.check(sg.program)
+        if bound == 1:
+            # sub_ ends the first subgraph: read by exp in the next one.
+            assert plan.subgraphs[0].outputs == [(0, 0)]
+            assert plan.outputs[0] == (0, 0) and plan.boundaries[0].consumers == [1]

@@ -608,6 +608,12 @@ class PartitionedSearch:
         self.stats.refined += 1
         self._info(f"subgraph {sg.name}: {why}; cutting it into subgraphs of at most {bound} ops")
         plan = partition_program(sg.program, bound)
+        if len(plan.subgraphs) <= 1:
+            # No cut is allowed inside it (values without a dim of extent > 1,
+            # copies): the same program again would recurse without end.
+            from .tuner import NoValidCandidate
+
+            raise NoValidCandidate(f"subgraph {sg.name} ({sg.ops} ops): {why}, and it cannot be cut further")
         nested = self.compose(plan, list(args), depth + 1)
         return Piece(sg.hash, nested, nested=nested, search_s=search_s,
                      candidates=sum(s.piece.candidates for s in nested.steps))
