@@ -15,7 +15,10 @@
 #include "extract/choice.h"
 #include "extract/flat_set.h"
 #include "extract/guide.h"
+#include "extract/hash_mix.h"
 #include "extract/partial.h"
+#include "extract/reuse.h"
+#include "eqiforge/extract/canonical.h"
 
 namespace eqf {
 
@@ -342,29 +345,47 @@ class Enumerator {
       st.build_seconds += seconds_since(build_start);
       return;
     }
+    std::optional<Program> twin;
+    if (opt_.cost && opt_.reuse_kernel_results) twin = reuse_kernel_results(p);
+    if (!add(std::move(p), s.key.a, s.spent, build_start, false)) return;
+    // The twin's key differs from every search key by construction of the
+    // mix, and twins equal to a candidate already kept are dropped.
+    if (twin) add(std::move(*twin), mix(s.key.a, 0x7e1f), s.spent, Clock::now(), true);
+  }
+
+  // Checks, estimates and keeps a candidate; false when it is not valid.
+  bool add(Program p, uint64_t key, double guide_seconds, Clock::time_point build_start, bool twin) {
+    ExtractStats& st = out_.stats;
+    // Search candidates are de-duplicated by their keys (or not at all: mode
+    // none); a twin equal to a kept candidate is dropped.
+    if (opt_.cost && opt_.reuse_kernel_results && !programs_.insert(canonical_hash(p)).second && twin) return false;
     LoweredProgram lowered;
     std::optional<std::string> why = check_candidate(p, opt_.limits, &lowered);
     st.build_seconds += seconds_since(build_start);
     if (why) {
+      if (twin) return false;  // a twin that has no kernel form is not a candidate; the original stays
       if (!st.invalid) st.first_invalid = *why;
       ++st.invalid;
-      return;
+      return false;
     }
-    ++st.distinct;
-    Candidate cand{std::move(p), std::move(lowered), s.key.a, std::nullopt, s.spent};
+    ++(twin ? st.reuse_twins : st.distinct);
+    Candidate cand{std::move(p), std::move(lowered), key, std::nullopt, guide_seconds};
     if (opt_.cost && (pruning() || opt_.max_candidates > 0)) {
       Clock::time_point estimate_start = Clock::now();
       cand.estimate = opt_.cost->estimate(cand.program, cand.lowered, estimates_);
       st.estimate_seconds += seconds_since(estimate_start);
       if (cand.estimate->feasible) {
-        ++feasible_found_;
+        // Twins bound the pruning but do not count toward max_candidates:
+        // the search's own candidates keep their number.
+        if (!twin) ++feasible_found_;
         best_.push(cand.estimate->seconds);
         if (best_.size() > opt_.prune_k) best_.pop();
       }
     } else {
-      ++feasible_found_;  // without a cost model every valid candidate counts
+      if (!twin) ++feasible_found_;  // without a cost model every valid candidate counts
     }
     out_.candidates.push_back(std::move(cand));
+    return true;
   }
 
   void rank() {
@@ -410,6 +431,7 @@ class Enumerator {
   size_t feasible_found_ = 0;
   double output_bytes_ = 0;
   KeySet seen_, after_keys_;
+  std::unordered_set<uint64_t> programs_;  // canonical hashes of the candidates kept (with reuse twins)
   std::priority_queue<double> best_;  // the k best feasible estimates (largest on top)
   CostModel::EstimateCache estimates_;  // kernel evaluations shared by the candidates' estimates
   ExtractResult out_;

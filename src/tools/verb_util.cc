@@ -116,6 +116,7 @@ void read_extract_options(const Args& args, const Program& p, ExtractSetup& setu
   if (!args.has("--no-cost"))
     setup.cost = std::make_unique<CostModel>(load_target(args.value("--target").value_or("h200")));
   opt.cost = setup.cost.get();
+  opt.reuse_kernel_results = !args.has("--no-reuse");
   std::string order = args.value("--order").value_or(setup.cost ? "best" : "bfs");
   std::optional<ExtractOrder> o = parse_extract_order(order);
   if (!o) throw UsageError("--order expects best, bfs or dfs, got '" + order + "'");
@@ -147,6 +148,8 @@ std::vector<OptionSpec> extract_option_specs() {
       {.name = "--target", .value_name = "NAME",
        .help = "hardware profile: h200 (default), h100, a100, rtx5090, or a .json path"},
       {.name = "--no-cost", .value_name = "", .help = "no cost model: candidates in the order found"},
+      {.name = "--no-reuse", .value_name = "",
+       .help = "no reuse twins (a candidate's copy whose kernels load values other kernels store)"},
   };
 }
 

@@ -106,6 +106,10 @@ struct ExtractOptions {
   const CostModel* cost = nullptr;
   // Cost pruning with the k-th best candidate's estimate; 0 = off.
   size_t prune_k = 0;
+  // With a cost model: each candidate whose kernels compute a value another
+  // kernel stores gets a twin that loads it instead (extract/reuse.h),
+  // ranked with the rest.
+  bool reuse_kernel_results = true;
   // The extracted programs' name; empty: "extracted".
   std::string program_name;
   // When not empty (indexed by ENodeId): fillings may use only these
@@ -123,6 +127,7 @@ struct ExtractStats {
   uint64_t complete_built = 0;     // complete programs built
   uint64_t invalid = 0;            // complete programs without a kernel form within the limits
   uint64_t distinct = 0;           // valid candidates distinct under ≈ (none: not de-duplicated)
+  uint64_t reuse_twins = 0;        // candidates added by reuse_kernel_results (not in `distinct`)
   uint64_t infeasible = 0;         // valid candidates whose tiles fit no block sizes
   bool limit_hit = false;          // max_states, time_limit_s or memory_limit_bytes stopped the expansion
   std::string limit;               // which: "states", "time" or "memory"

@@ -145,7 +145,8 @@ class Report:
 
 
 _SEARCH_KEYS = (("states_expanded", "states expanded"), ("complete_built", "complete programs"),
-                ("distinct", "distinct candidates"), ("skipped_equivalent", "skipped as equivalent"),
+                ("distinct", "distinct candidates"), ("reuse_twins", "reuse twins"),
+                ("skipped_equivalent", "skipped as equivalent"),
                 ("pruned", "pruned"), ("seconds", "seconds"))
 
 
