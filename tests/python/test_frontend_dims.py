@@ -122,3 +122,29 @@ def test_emitted_text_is_canonical_enough_to_round_trip():
     printed = eqiforge.print_program(r.text)
     assert eqiforge.print_program(printed) == printed
     assert eqiforge.equiv(r.text, printed, trials=2) == 0.0
+
+
+def test_an_output_merging_heads_is_written_per_head():
+    # The kernel writes [h e] (row-major: the memory of [h * e]); the binding
+    # reshapes. A merge as the output would be a copy kernel of its own.
+    def per_head_norm(x, w, g):
+        y = (x @ w).view(3, 8)
+        return (y * torch.rsqrt((y * y).mean(-1, keepdim=True) + 1e-6) * g).reshape(24)
+
+    r = check_against_eager(per_head_norm, randn(16), randn(16, 24), randn(8))
+    ins, outs = declared(r.text)
+    assert outs == {"out": ["h", "e"]}
+    assert r.outputs[0].shape == (24,)
+    # Heads moved next to the sequence, then merged: the output keeps the
+    # user's order [s, h, e].
+    r = check_against_eager(lambda x: (x.view(2, 5, 3, 4).transpose(1, 2) * 2).transpose(1, 2).reshape(2, 5, 12),
+                            randn(2, 5, 12))
+    ins, outs = declared(r.text)
+    assert len(outs["out"]) == 4 and r.outputs[0].shape == (2, 5, 12)
+
+
+def test_an_output_merging_an_inputs_dims_stays_a_merge():
+    r = check_against_eager(lambda x: x.reshape(12), randn(3, 4))
+    assert "(merge " in r.text
+    _, outs = declared(r.text)
+    assert len(outs["out"]) == 1

@@ -772,8 +772,38 @@ class Translator:
             v = self.materialize(v) if v.missing else v
             if v.literal:
                 v = Val(term("cast", v.expr, attrs=(ir_dtype(meta.dtype),)), v.dims, ir_dtype(meta.dtype))
-            outputs.append((self.fresh_name(name), v, meta))
+            outputs.append((self.fresh_name(name), self._unmerged(v), meta))
         return self._emit(input_infos, outputs)
+
+    def _unmerged(self, v: Val) -> Val:
+        """An output that merges two dims of a computed value is that value,
+        laid out with the two dims in the merged one's place: row-major, it is
+        the same memory, and the binding's reshape to the user's shape is free.
+        The IR output of a merge is a copy kernel of its own (an output is a
+        kernel's result, not a view of one), and a kernel with a grid over the
+        merged dim cannot hold a reduction over the inner one (per-head norms
+        before `reshape(t, h * e)`)."""
+        lets = dict(self.lets)
+        inputs = {name for name, _, _ in self.inputs}
+        layout = v.present()
+        e = v.expr
+        while True:
+            while isinstance(e, Ref) and e.name in lets:
+                e = lets[e.name]
+            if not (isinstance(e, Term) and e.op == "merge"):
+                break
+            inner = e.args[0]
+            if isinstance(inner, Ref) and inner.name in inputs:
+                break  # the output would be an input: the merge stays (a copy)
+            outer_dim, inner_dim, merged = (a.var for a in e.attrs)
+            found = [self.solver.find(d) for d in layout]
+            if self.solver.find(merged) not in found:
+                break
+            at = found.index(self.solver.find(merged))
+            layout = layout[:at] + [outer_dim, inner_dim] + layout[at + 1:]
+            v = Val(inner, tuple(layout), v.dtype)
+            e = inner
+        return v
 
     def _attention_names(self) -> None:
         """Scores are a matmul whose columns a softmax normalizes and a second
