@@ -90,17 +90,49 @@ void EGraph::memo_erase(uint64_t h, ENodeId n) {
   --memo_size_;
 }
 
-void EGraph::memo_grow() { memo_rehash(memo_.size() * 2); }
-
-void EGraph::memo_rehash(size_t size) {
-  HugeVector<MemoSlot> old = std::move(memo_);
-  memo_.assign(size, MemoSlot{});
-  const size_t mask = memo_.size() - 1;
-  for (const MemoSlot& s : old) {
+// Doubles the table in place: the array grows (mremap, so the old slots are
+// not copied and the new half is fresh zero pages), and every key moves, if
+// at all, from its old home line h to h + old size. The keys are taken out
+// and put back one by one in probe order, starting after an empty slot so
+// each cluster is walked from its beginning. A key whose new home is in the
+// lower half finds its own (just emptied) slot or an earlier one, so it
+// never passes a key still to be moved; one whose new home is in the upper
+// half meets only moved keys there. Only a probe that wraps from the end of
+// the table to its start could pass keys not yet moved: such keys (rare)
+// wait in `late` and go in last. Rehashing into a fresh table instead
+// touched twice the memory (the kernel zeroing every page of it) and copied
+// every key. Where keys sit does not change any lookup's answer.
+void EGraph::memo_grow() {
+  const size_t old = memo_.size();
+  memo_.grow_zeroed(old * 2);
+  const size_t old_mask = old - 1, mask = old * 2 - 1;
+  size_t first_empty = 0;
+  while (memo_[first_empty].id_op != 0) ++first_empty;  // the load is below 3/4
+  std::vector<MemoSlot> late;
+  for (size_t k = 1; k < old; ++k) {
+    const size_t i = (first_empty + k) & old_mask;
+    const MemoSlot s = memo_[i];
     if (s.id_op == 0) continue;
-    size_t i = memo_home(s.hash, mask);
-    while (memo_[i].id_op != 0) i = (i + 1) & mask;
-    memo_[i] = s;
+    memo_[i] = MemoSlot{};
+    size_t j = memo_home(s.hash, mask);
+    while (memo_[j].id_op != 0) {
+      j = (j + 1) & mask;
+      if (j == 0) break;
+    }
+    if (memo_[j].id_op != 0) {  // wrapped to the start: slot 0 is taken
+      late.push_back(s);
+      continue;
+    }
+    if (j < memo_home(s.hash, mask)) {  // wrapped to an empty slot 0
+      late.push_back(s);
+      continue;
+    }
+    memo_[j] = s;
+  }
+  for (const MemoSlot& s : late) {
+    size_t j = memo_home(s.hash, mask);
+    while (memo_[j].id_op != 0) j = (j + 1) & mask;
+    memo_[j] = s;
   }
 }
 
@@ -202,6 +234,7 @@ EClassId EGraph::add_new(Op op, const Attrs& attrs, std::span<const EClassId> ch
   for (EClassId ch : children) rec(ch).parents.push_back(n);
   memo_insert(h, n);
   op_index_valid_ = false;
+  view_valid_ = false;
   analysis_->modify(*this, c);
   return find(c);
 }
@@ -291,6 +324,7 @@ bool EGraph::merge(EClassId a, EClassId b) {
   class_slot_[b.v] = 0;
   mark_dirty(a);
   op_index_valid_ = false;
+  view_valid_ = false;
   analysis_->modify(*this, a);
   return true;
 }
@@ -391,6 +425,7 @@ void EGraph::clean_class_lists() {
     rec.parents.truncate(std::unique(rec.parents.begin(), rec.parents.end()));
   }
   op_index_valid_ = false;
+  view_valid_ = false;
 }
 
 // ---- inspection ---------------------------------------------------------------------
@@ -426,6 +461,31 @@ std::span<const ENodeId> EGraph::nodes_with_op(Op op) const {
   }
   size_t o = size_t(op);
   return {op_nodes_.data() + op_start_[o], op_start_[o + 1] - op_start_[o]};
+}
+
+void EGraph::build_view() const {
+  // Record slots in pool order (deterministic, like everything else here);
+  // a slot no class owns has no e-nodes. Each class's records are copied
+  // with the ones a few places ahead prefetched: the ids are in hand, the
+  // records anywhere in the arena.
+  size_t total = 0;
+  for (size_t s = 1; s < classes_.size(); ++s) total += classes_[s].nodes.size();
+  view_.resize_for_overwrite(total);
+  NodeRec* out = view_.data();
+  uint32_t at = 0;
+  constexpr size_t kAhead = 8;
+  for (size_t s = 1; s < classes_.size(); ++s) {
+    const ClassRec& r = classes_[s];
+    r.view_start = at;
+    const ENodeId* ids = r.nodes.begin();
+    const size_t count = r.nodes.size();
+    for (size_t i = 0; i < count; ++i) {
+      if (i + kAhead < count) __builtin_prefetch(&nodes_[ids[i + kAhead].v]);
+      out[at + i] = nodes_[ids[i].v];
+    }
+    at += uint32_t(count);
+  }
+  view_valid_ = true;
 }
 
 // ---- context ------------------------------------------------------------------------

@@ -375,7 +375,8 @@ bool RhsBuilder::compile(const Pattern& rhs) {
 void RhsBuilder::lookup_batch(const EGraph& g, const Rewrite& rule, const uint32_t* substs, size_t count,
                               bool canonical) {
   const size_t words = size_t(rule.lhs.subst_words());
-  if (!compile(*rule.rhs)) {  // wide tuples: the general path
+  compiled_ = compile(*rule.rhs);
+  if (!compiled_) {  // wide tuples: the general path
     for (size_t b = 0; b < count; ++b) found_[b] = false;
     return;
   }
@@ -458,12 +459,46 @@ size_t RhsBuilder::drop_applied(const EGraph& g, const Rewrite& rule, uint32_t* 
   return kept;
 }
 
+void RhsBuilder::prefetch_changes(const EGraph& g, const Rewrite& rule, const uint32_t* substs, size_t count) {
+  if (!compiled_) return;
+  const size_t words = size_t(rule.lhs.subst_words());
+  const size_t n = prog_.size();
+  const EClassId* cls = batch_cls_.data();
+  // The classes of the matches that will change the e-graph: a match whose
+  // right side is missing reads every variable's class (its data, to type
+  // the new nodes; its parent list, which the new nodes join) and the root's
+  // (the merge); one whose right side exists in another class, the two
+  // classes it merges. A match whose right side is in its own class (most
+  // of them) reads nothing more.
+  EClassId* out = prefetch_cls_;
+  size_t m = 0;
+  for (size_t b = 0; b < count; ++b) {
+    const uint32_t* subst = substs + b * words;
+    const EClassId root = g.find(EClassId(subst[0]));
+    if (found_[b]) {
+      const EClassId rhs = cls[b * n + n - 1];
+      if (rhs == root) continue;
+      out[m++] = root;
+      out[m++] = rhs;
+      continue;
+    }
+    out[m++] = root;
+    for (size_t i = 0; i < n; ++i)
+      if (prog_[i].var_word != Step::kNoVar && m < kPrefetchClasses) out[m++] = cls[b * n + i];
+    if (m + 2 > kPrefetchClasses) break;
+  }
+  for (size_t i = 0; i < m; ++i) g.prefetch_class_slot(out[i]);
+  for (size_t i = 0; i < m; ++i) g.prefetch_class_record(out[i]);
+  for (size_t i = 0; i < m; ++i) g.prefetch_class_lists(out[i]);
+}
+
 void RhsBuilder::apply_batch(EGraph& g, const Rewrite& rule, const uint32_t* substs, size_t count,
                              ApplyResult* results) {
   const Pattern& rhs = *rule.rhs;
   const size_t words = size_t(rule.lhs.subst_words());
   const size_t n = rhs.nodes().size();
   lookup_batch(g, rule, substs, count, false);
+  prefetch_changes(g, rule, substs, count);
   for (size_t b = 0; b < count; ++b) {
     ApplyResult& result = results[b] = ApplyResult{};
     const uint32_t* subst = substs + b * words;

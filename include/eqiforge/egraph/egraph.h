@@ -168,6 +168,58 @@ class EGraph {
   // The class's data as text ("f32[m k]", "literal = 2").
   std::string data_text(EClassId c) const { return analysis_->data_text(*this, data(c)); }
 
+  // The applier's prefetches for a canonical class it is about to read or
+  // change, in three stages, each issued for a whole batch of classes
+  // before the next reads what the previous one fetched: the class's slot
+  // word, then its record (both of its cache lines), then the free ends of
+  // its e-node and parent lists (where add and merge append). Hints only.
+  void prefetch_class_slot(EClassId c) const { __builtin_prefetch(&class_slot_[c.v]); }
+  void prefetch_class_record(EClassId c) const {
+    const char* r = reinterpret_cast<const char*>(&rec(c));
+    __builtin_prefetch(r);
+    __builtin_prefetch(r + sizeof(ClassRec) - 1);
+  }
+  void prefetch_class_lists(EClassId c) const {
+    const ClassRec& r = rec(c);
+    __builtin_prefetch(r.nodes.end());
+    __builtin_prefetch(r.parents.end());
+  }
+
+  // An e-node's record as the arena holds it (public: the matcher reads a
+  // class's copies of them, node_records()). 32 bytes. Up to two children
+  // are kept in the record itself (most nodes); more go to child_pool_ and
+  // inline_kids[0] is their first index there.
+  struct NodeRec {
+    Op op;
+    uint8_t dead = 0;
+    uint16_t num_children = 0;
+    uint32_t stamp = 0;          // created, re-canonicalized or moved to another class
+    uint32_t content_stamp = 0;  // created or re-canonicalized
+    Attrs attrs;
+    EClassId inline_kids[2];
+
+    bool pooled() const { return num_children > 2; }
+    std::span<const EClassId> kids(const HugeVector<EClassId>& pool) const {
+      return {pooled() ? pool.data() + inline_kids[0].v : inline_kids, num_children};
+    }
+    std::span<EClassId> kids(HugeVector<EClassId>& pool) {
+      return {pooled() ? pool.data() + inline_kids[0].v : inline_kids, num_children};
+    }
+  };
+  const NodeRec& record(ENodeId n) const { return nodes_[n.v]; }
+  std::span<const EClassId> children(const NodeRec& r) const { return r.kids(child_pool_); }
+  // Copies of canonical class c's e-node records, in the order of nodes(c)
+  // (stamp order), laid out class after class in one array: the matcher
+  // scans a child class's e-nodes in memory order instead of reading each
+  // record at its own place in the arena (one cache miss per candidate: a
+  // saturation reads tens of millions of them). Valid when clean(); built
+  // on first use after a change, like nodes_with_op().
+  std::span<const NodeRec> node_records(EClassId c) const {
+    if (!view_valid_) build_view();
+    const ClassRec& r = rec(c);
+    return {view_.data() + r.view_start, r.nodes.size()};
+  }
+
   size_t node_capacity() const { return nodes_.size(); }  // every ENodeId is below this
   // Asks for an e-node's record ahead of reading it: the matcher walks lists
   // of e-node ids whose records lie anywhere in the arena.
@@ -215,26 +267,6 @@ class EGraph {
   std::string dump() const;
 
  private:
-  // 32 bytes. Up to two children are kept in the record itself (most nodes),
-  // so the matcher reads one record per candidate; more go to child_pool_
-  // and inline[0] is their first index there.
-  struct NodeRec {
-    Op op;
-    uint8_t dead = 0;
-    uint16_t num_children = 0;
-    uint32_t stamp = 0;          // created, re-canonicalized or moved to another class
-    uint32_t content_stamp = 0;  // created or re-canonicalized
-    Attrs attrs;
-    EClassId inline_kids[2];
-
-    bool pooled() const { return num_children > 2; }
-    std::span<const EClassId> kids(const HugeVector<EClassId>& pool) const {
-      return {pooled() ? pool.data() + inline_kids[0].v : inline_kids, num_children};
-    }
-    std::span<EClassId> kids(HugeVector<EClassId>& pool) {
-      return {pooled() ? pool.data() + inline_kids[0].v : inline_kids, num_children};
-    }
-  };
   // A class's e-node or parent list, with room for two ids in the record
   // itself. Every e-node a rule adds starts a class of its own, which is
   // usually merged into the match's class at once (and later ones may get
@@ -305,6 +337,7 @@ class EGraph {
     IdList parents;
     uint64_t op_mask = 0;  // op_bit() of every e-node it has held (merges OR them)
     uint32_t newest = 0;   // the largest stamp of its e-nodes; valid when clean()
+    mutable uint32_t view_start = 0;  // where node_records() starts in view_ (when view_valid_)
     ClassData data;
   };
 
@@ -327,7 +360,6 @@ class EGraph {
   void memo_erase(uint64_t h, ENodeId n);
   size_t memo_slot_of(uint64_t h, ENodeId n) const;
   void memo_grow();
-  void memo_rehash(size_t size);
 
   EClassId add_new(Op op, const Attrs& attrs, std::span<const EClassId> children, const ClassData& data,
                    uint64_t h);
@@ -394,6 +426,10 @@ class EGraph {
   std::vector<ENodeId> analysis_pending_;  // parents whose children's data changed
   std::vector<uint32_t> dirty_classes_;
 
+  void build_view() const;
+  mutable HugeVector<NodeRec> view_;  // node_records(): every class's records, class after class
+  mutable bool view_valid_ = false;
+
   mutable std::vector<ENodeId> op_nodes_;
   mutable std::array<uint32_t, kNumOps + 1> op_start_{};
   mutable bool op_index_valid_ = false;
@@ -426,7 +462,7 @@ class EGraph {
     const size_t list_entries = nodes_.size() * 3 + child_pool_.size();
     return held(nodes_) + held(child_pool_) + held(node_class_) + held(node_origin_) + held(classes_) +
            held(class_slot_) + held(free_slots_) + held(uf_parent_) + memo + held(pending_) +
-           held(analysis_pending_) + held(op_nodes_) + held(dirty_classes_) + held(scratch_data_) +
+           held(analysis_pending_) + held(op_nodes_) + held(view_) + held(dirty_classes_) + held(scratch_data_) +
            list_entries * sizeof(ENodeId) * 3 / 2;
   }
 };

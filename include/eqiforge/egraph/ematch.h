@@ -49,9 +49,13 @@ class Matcher {
  private:
   SearchEnd run(const EGraph& g, const Pattern& p, std::span<const ENodeId> roots, bool roots_by_content,
                 const SearchOptions& opts, MatchSink& sink);
+  // Atom 0 scans e-node ids (the root candidates); deeper atoms scan their
+  // class's records in EGraph::node_records(), which lie in order.
   struct Frame {
     const ENodeId* cur;
     const ENodeId* end;
+    const EGraph::NodeRec* rcur;
+    const EGraph::NodeRec* rend;
     bool any_new;  // some e-node bound at this atom or before is new
   };
   std::vector<uint32_t> subst_;

@@ -15,6 +15,7 @@
 // value is copied before the array may move).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
@@ -97,6 +98,26 @@ class HugeVector {
   void resize(size_t n) {
     if (n > cap_) grow(n);
     for (size_t i = size_; i < n; ++i) p_[i] = T{};
+    size_ = n;
+  }
+  // Grows to size n, the new elements zero bytes, without writing the
+  // ones that land in freshly mapped pages (they read as zero): a mapped
+  // array grows in place and only what is written later is faulted in.
+  void grow_zeroed(size_t n) {
+    if (n <= size_) return;
+    const size_t old_cap = cap_;
+    const bool was_mapped = mapped_;
+    if (n > cap_) grow(n);
+    // Below the old capacity the elements may have been written before;
+    // past it, pages that were just mapped are zero, realloc'd memory not.
+    const size_t end = was_mapped || mapped_ ? std::min(n, old_cap) : n;
+    if (end > size_) std::memset(static_cast<void*>(p_ + size_), 0, (end - size_) * sizeof(T));
+    size_ = n;
+  }
+  // Size n, the elements past the old size left as they are (each must be
+  // written before it is read): for an array that is refilled whole.
+  void resize_for_overwrite(size_t n) {
+    if (n > cap_) grow(n);
     size_ = n;
   }
   // n copies of v in fresh memory (the old contents are released). Freshly

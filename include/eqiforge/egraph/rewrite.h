@@ -182,6 +182,15 @@ class RhsBuilder {
   // False when a node has more than kMaxChildren children.
   bool compile(const Pattern& rhs);
   std::vector<Step> prog_;
+  bool compiled_ = false;  // prog_ holds the last lookup_batch's right side
+
+  // After lookup_batch in apply_batch: prefetches, in stages across the
+  // batch, the class records the matches that change the e-graph will read
+  // and write (EGraph::prefetch_class_*), so that their cache misses overlap
+  // instead of coming one after another inside build() and merge().
+  void prefetch_changes(const EGraph& g, const Rewrite& rule, const uint32_t* substs, size_t count);
+  static constexpr size_t kPrefetchClasses = 4 * kBatch;
+  EClassId prefetch_cls_[kPrefetchClasses];
 
   std::vector<EClassId> batch_cls_;  // kFilterBatch x rhs nodes
   uint64_t batch_hash_[kFilterBatch];
