@@ -350,12 +350,18 @@ void CostGuide::analyze() {
   // kept from an earlier round could be too low. Choosing afresh can also
   // keep a cycle of fillings chosen while its price creeps up by kEpsilon a
   // round (it takes its own last price as its child's), so a price that
-  // moved less than kSettled with the same option counts as settled.
+  // moved less than kSettled with the same option counts as settled --
+  // relative to the price: a cycle's creep is multiplied by the weights
+  // along it (32 on the heavy track), so a fixed tolerance let a price of
+  // milliseconds creep past it for all 256 rounds (60 s for the
+  // sliding-window layer, whose other passes settle in 14).
   // Choices settle after about as many rounds as the deepest cheapest
   // subprogram; kMaxRounds bounds the rest. Children are usually reached
   // after their parents, so rounds go backwards.
   constexpr int kMaxRounds = 256;
   constexpr double kSettled = 1e-10;  // seconds: 100 kEpsilon, far below any real price difference
+  constexpr double kSettledRelative = 1e-5;  // 1.3 ns of a 130 us price: far below a real difference
+  constexpr int kTieRounds = 32;
   bool changed = true;
   for (int round = 0; changed && round < kMaxRounds; ++round) {
     changed = false;
@@ -364,7 +370,8 @@ void CostGuide::analyze() {
       std::span<const Option> options = table_.options(c);
       for (size_t track = 0; track < tracks_; ++track) {
         const double at_weight = kTrackWeights[track];
-        Go best;
+        Go& kept = go_[(size_t(c.v) * 16 + r) * kTracks + track];
+        Go best, again;  // again: the option kept from the last round, priced afresh
         for (uint32_t k = 0; k < options.size(); ++k) {
           const Option& o = options[k];
           if (!table_.allowed(c, o, r)) continue;
@@ -403,14 +410,26 @@ void CostGuide::analyze() {
           } else {
             for (EClassId child : o.children) {
               add(child);
-              if (!(next.at(at_weight) < best.at(at_weight))) break;
+              if (k != kept.option && !(next.at(at_weight) < best.at(at_weight))) break;
             }
           }
+          if (k == kept.option) again = next;
           if (next.at(at_weight) < best.at(at_weight)) best = next;
         }
-        Go& kept = go_[(size_t(c.v) * 16 + r) * kTracks + track];
+        auto settled = [&](double was, double now) {
+          return was == now || std::abs(now - was) <= kSettled + kSettledRelative * std::abs(now);
+        };
+        // Past kTieRounds, a tie within the tolerance keeps the option chosen
+        // before: near-equal options whose prices creep could otherwise take
+        // turns forever (the sliding-window layer's third pass took all 256
+        // rounds, 60 s). Before, the first cheapest option wins, as it did
+        // when every pass settled.
+        if (round >= kTieRounds && best.option != kept.option && kept.option != kNoOption &&
+            again.option == kept.option &&
+            (again.at(at_weight) < best.at(at_weight) || settled(best.at(at_weight), again.at(at_weight))))
+          best = again;
         const double was = kept.at(at_weight), now = best.at(at_weight);
-        if (best.option != kept.option || (was != now && !(std::abs(now - was) <= kSettled))) changed = true;
+        if (best.option != kept.option || !settled(was, now)) changed = true;
         kept = best;
       }
     }
