@@ -470,9 +470,12 @@ void RhsBuilder::prefetch_changes(const EGraph& g, const Rewrite& rule, const ui
   // (the merge); one whose right side exists in another class, the two
   // classes it merges. A match whose right side is in its own class (most
   // of them) reads nothing more.
+  size_t vars = 0;
+  for (size_t i = 0; i < n; ++i) vars += prog_[i].var_word != Step::kNoVar;
   EClassId* out = prefetch_cls_;
   size_t m = 0;
   for (size_t b = 0; b < count; ++b) {
+    if (m + 2 + vars > kPrefetchClasses) break;  // the most one match adds
     const uint32_t* subst = substs + b * words;
     const EClassId root = g.find(EClassId(subst[0]));
     if (found_[b]) {
@@ -484,8 +487,7 @@ void RhsBuilder::prefetch_changes(const EGraph& g, const Rewrite& rule, const ui
     }
     out[m++] = root;
     for (size_t i = 0; i < n; ++i)
-      if (prog_[i].var_word != Step::kNoVar && m < kPrefetchClasses) out[m++] = cls[b * n + i];
-    if (m + 2 > kPrefetchClasses) break;
+      if (prog_[i].var_word != Step::kNoVar) out[m++] = cls[b * n + i];
   }
   for (size_t i = 0; i < m; ++i) g.prefetch_class_slot(out[i]);
   for (size_t i = 0; i < m; ++i) g.prefetch_class_record(out[i]);

@@ -174,6 +174,8 @@ class EGraph {
   // word, then its record (both of its cache lines), then the free ends of
   // its e-node and parent lists (where add and merge append). Hints only.
   void prefetch_class_slot(EClassId c) const { __builtin_prefetch(&class_slot_[c.v]); }
+  // The union-find entry find(c) reads first (c any class id).
+  void prefetch_find(EClassId c) const { __builtin_prefetch(&uf_parent_[c.v]); }
   void prefetch_class_record(EClassId c) const {
     const char* r = reinterpret_cast<const char*>(&rec(c));
     __builtin_prefetch(r);
@@ -391,11 +393,13 @@ class EGraph {
   // e-node it touches, and the flag next to the slot costs no second miss.
   static constexpr uint32_t kDirty = 1u << 31;
   std::vector<ClassRec> classes_{1};  // the pool; [0] is the empty record
-  std::vector<uint32_t> class_slot_;  // class id -> pool slot (0: not canonical) | kDirty
+  // Indexed by class id, which every added e-node takes (AC n = 12: 2.2 M),
+  // and read at random by find() and rec(): grown in place, on huge pages.
+  HugeVector<uint32_t> class_slot_;  // class id -> pool slot (0: not canonical) | kDirty
   std::vector<uint32_t> free_slots_;
   ClassRec& rec(EClassId c) { return classes_[class_slot_[c.v] & ~kDirty]; }
   const ClassRec& rec(EClassId c) const { return classes_[class_slot_[c.v] & ~kDirty]; }
-  std::vector<uint32_t> uf_parent_;
+  HugeVector<uint32_t> uf_parent_;
   size_t num_classes_ = 0;
 
   // Hash-consing: open addressing with linear probing, 16-byte slots. An
