@@ -310,6 +310,27 @@ std::string saturated_dump(const char* program, const char* set, int iters) {
   return g.dump();
 }
 
+// bench/egraph/layernorm4.eqf: 40 iterations of the arith rules under the
+// backoff scheduler apply batches of three-variable matches (distribute,
+// div-mul) that need new nodes, which overran the applier's prefetch list.
+constexpr const char* kLayerNorm4 = R"eqf(
+(program layernorm4
+  (dims)
+  (input x0 f32 []) (input x1 f32 []) (input x2 f32 []) (input x3 f32 [])
+  (input g f32 []) (input b f32 []) (input eps f32 [])
+  (let mean (mul (add (add (add x0 x1) x2) x3) 0.25))
+  (let d0 (sub x0 mean)) (let d1 (sub x1 mean)) (let d2 (sub x2 mean)) (let d3 (sub x3 mean))
+  (let var (mul (add (add (add (mul d0 d0) (mul d1 d1)) (mul d2 d2)) (mul d3 d3)) 0.25))
+  (output y [] (add (mul (mul d0 (rsqrt (add var eps))) g) b)))
+)eqf";
+
+TEST(EGraphDeterminism, ArithFortyIterationsOnLayerNorm) {
+  std::string a = saturated_dump(kLayerNorm4, "arith", 40);
+  std::string b = saturated_dump(kLayerNorm4, "arith", 40);
+  EXPECT_GT(a.size(), 100000u);
+  EXPECT_EQ(a, b);
+}
+
 TEST(EGraphDeterminism, TwoRunsGiveIdenticalDumps) {
   std::string a = saturated_dump(kNormProgram, "arith", 6);
   std::string b = saturated_dump(kNormProgram, "arith", 6);
