@@ -1374,8 +1374,10 @@ def _verification_failed(text: str) -> bool:
 
 def _verification_noise(fn, example, opts: dict, half: tuple, error: float = math.inf) -> str:
     """Why optimize's verification (relative error 1e-2 on fresh inputs from
-    its seed + 1) may fail for correct kernels: an output that is
-    numerically zero, or whose noise floor reaches 1e-2. Empty otherwise."""
+    its seed + 1) may fail for correct kernels: eager itself giving NaN on
+    those inputs (rsqrt of a negative value: the program has no value to
+    check there), an output that is numerically zero, or one whose noise
+    floor reaches 1e-2. Empty otherwise."""
     from .frontend import to_ir
     from .options import TOLERANCE
     from .runtime.launch import Binding
@@ -1385,6 +1387,12 @@ def _verification_noise(fn, example, opts: dict, half: tuple, error: float = mat
         pass
 
     args = fresh_args(example, opts["seed"] + 1)
+    import torch
+
+    with torch.no_grad():
+        for i, w in enumerate(_flat(fn(*args))):
+            if isinstance(w, torch.Tensor) and w.is_floating_point() and torch.isnan(w).any():
+                return f"eager's output {i} has NaN on the verification inputs"
     exact = exact_reference(fn, args)
     if exact is not None:
         import torch

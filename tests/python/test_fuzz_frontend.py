@@ -423,3 +423,20 @@ def test_a_bf16_log_is_held_to_the_ir_where_eager_rounds_its_argument(monkeypatc
     assert r.status == "ok" and r.noise, r.line()
     r = _run_with(monkeypatch, 10489, wrap_program=lambda p: _Perturbed(p, 0.05))
     assert r.status == "wrong", r.line()
+
+
+def test_eager_nan_on_the_verification_inputs_is_no_candidate_not_wrong():
+    """Seed 10479 (rsqrt(v2 * mean(v2)) of a negative value): eager gives NaN on
+    optimize's verification inputs, so nothing can be verified there;
+    optimize refuses, and the fuzzer records no candidate, saying why."""
+    r = ft.check_program(ft.generate(10479, CONFIG), CONFIG)
+    assert r.status == "no-candidate", r.line() + "\n" + r.detail
+    assert "has NaN on the verification inputs" in r.detail, r.detail
+    # The reason comes only from eager: a finite program has none.
+    import torch
+
+    def finite(x):
+        return torch.tanh(x) * 2
+
+    example = (torch.randn(8),)
+    assert "NaN" not in ft._verification_noise(finite, example, {"seed": 3}, (False,))
