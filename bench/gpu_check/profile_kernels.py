@@ -26,7 +26,7 @@ for cid in sys.argv[1:]:
     ev = {}
     for e in p.key_averages():
         if e.device_type.name == "CUDA" or "kernel" in e.key:
-            ev[e.key] = (e.count, getattr(e, "device_time", getattr(e, "cuda_time", 0)))
+            ev[e.key] = (e.count, e.device_time if hasattr(e, "device_time") else e.cuda_time)
     res[cid] = {"params": opt.params, "program": opt.candidate_program, "kernels": ev}
     print(cid, opt.params, json.dumps(ev, indent=0), flush=True)
     open(os.path.join(out, cid.replace("/", "-") + ".py"), "w").write(opt.source)

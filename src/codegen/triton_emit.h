@@ -19,6 +19,7 @@
 
 #include "codegen/py_names.h"
 #include "eqiforge/codegen/code_writer.h"
+#include "eqiforge/ir/fold.h"
 #include "eqiforge/codegen/triton.h"
 #include "eqiforge/lower/kernel.h"
 
@@ -218,11 +219,6 @@ class KernelEmitter {
 using OpEmitter = TileTuple (*)(KernelEmitter& k, NodeId n, std::span<const TileTuple> kids);
 OpEmitter op_emitter(Op op);
 
-// The value of a node whose type is a literal (constant folding).
-double fold_literal(const Program& p, NodeId n);
-// The value of pointwise node n on constant operands `kids` (its children's
-// values, in order). Throws eqf::Error for an op that is not pointwise.
-double constant_op(const Program& p, NodeId n, std::span<const double> kids);
 
 std::string dtype_triton(DType t);  // "tl.float32", ...
 // `e`, of dtype `from`, converted to `to` (".to(...)"). Conversions between

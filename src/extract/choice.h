@@ -63,14 +63,8 @@ class OptionTable {
   // Inline where the class's entry is built: the expansion and the guide ask
   // for a class's options at every step. Only canonical classes are ever
   // built, so a built entry is c's own.
-  std::span<const Option> options(EClassId c) {
-    if (c.v < entries_.size() && entries_[c.v].built) return entries_[c.v].options;
-    return entry(c).options;
-  }
-  const ClassFacts& facts(EClassId c) {
-    if (c.v < entries_.size() && entries_[c.v].built) return entries_[c.v].facts;
-    return entry(c).facts;
-  }
+  std::span<const Option> options(EClassId c) { return built_entry(c).options; }
+  const ClassFacts& facts(EClassId c) { return built_entry(c).facts; }
 
   // Whether an option may fill its class under requirement `req`, and the
   // requirement it puts on its i-th child.
@@ -83,10 +77,7 @@ class OptionTable {
   // through shared classes are left to the expansion). A filling with a
   // non-viable child can never complete, so expansion skips it.
   void analyze(std::span<const EClassId> roots, uint8_t root_req);
-  bool viable(EClassId c, uint8_t req) {
-    if (c.v < entries_.size() && entries_[c.v].built) return (entries_[c.v].viable >> req) & 1u;
-    return (entry(c).viable >> req) & 1u;
-  }
+  bool viable(EClassId c, uint8_t req) { return (built_entry(c).viable >> req) & 1u; }
   bool viable(EClassId c, const Option& o, uint8_t req);
   // The (class, requirement) pairs analyze() found reachable from the roots.
   std::span<const std::pair<EClassId, uint8_t>> reached() const { return reached_; }
@@ -99,6 +90,10 @@ class OptionTable {
     uint16_t viable = 0xFFFF;  // bit r: viable under requirement r (all until analyzed)
   };
   Entry& entry(EClassId c);
+  // c's entry, built on first use (the inline path: already built).
+  Entry& built_entry(EClassId c) {
+    return c.v < entries_.size() && entries_[c.v].built ? entries_[c.v] : entry(c);
+  }
   void build(EClassId c, Entry& e);
   void walk_chain(EClassId top, EClassId at, std::vector<ENodeId>& path, std::vector<EClassId>& seen,
                   std::vector<Option>& out);

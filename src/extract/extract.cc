@@ -345,20 +345,27 @@ class Enumerator {
       st.build_seconds += seconds_since(build_start);
       return;
     }
-    std::optional<Program> twin;
-    if (opt_.cost && opt_.reuse_kernel_results) twin = reuse_kernel_results(p);
-    if (!add(std::move(p), s.key.a, s.spent, build_start, false)) return;
-    // The twin's key differs from every search key by construction of the
-    // mix, and twins equal to a candidate already kept are dropped.
-    if (twin) add(std::move(*twin), mix(s.key.a, 0x7e1f), s.spent, Clock::now(), true);
+    if (!add(std::move(p), s.key.a, s.spent, build_start, false) || !reusing()) return;
+    // The twin of the candidate just kept. Its key differs from every search
+    // key by construction of the mix.
+    Clock::time_point twin_start = Clock::now();
+    if (std::optional<Program> twin = reuse_kernel_results(out_.candidates.back().program))
+      add(std::move(*twin), mix(s.key.a, 0x7e1f), s.spent, twin_start, true);
+    else
+      st.build_seconds += seconds_since(twin_start);
   }
+
+  bool reusing() const { return opt_.cost && opt_.reuse_kernel_results; }
 
   // Checks, estimates and keeps a candidate; false when it is not valid.
   bool add(Program p, uint64_t key, double guide_seconds, Clock::time_point build_start, bool twin) {
     ExtractStats& st = out_.stats;
     // Search candidates are de-duplicated by their keys (or not at all: mode
     // none); a twin equal to a kept candidate is dropped.
-    if (opt_.cost && opt_.reuse_kernel_results && !programs_.insert(canonical_hash(p)).second && twin) return false;
+    if (reusing() && !programs_.insert(canonical_hash(p)).second && twin) {
+      st.build_seconds += seconds_since(build_start);
+      return false;
+    }
     LoweredProgram lowered;
     std::optional<std::string> why = check_candidate(p, opt_.limits, &lowered);
     st.build_seconds += seconds_since(build_start);

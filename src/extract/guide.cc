@@ -362,6 +362,9 @@ void CostGuide::analyze() {
   constexpr double kSettled = 1e-10;  // seconds: 100 kEpsilon, far below any real price difference
   constexpr double kSettledRelative = 1e-5;  // 1.3 ns of a 130 us price: far below a real difference
   constexpr int kTieRounds = 32;
+  auto settled = [](double was, double now) {
+    return was == now || std::abs(now - was) <= kSettled + kSettledRelative * std::abs(now);
+  };
   bool changed = true;
   for (int round = 0; changed && round < kMaxRounds; ++round) {
     changed = false;
@@ -416,9 +419,6 @@ void CostGuide::analyze() {
           if (k == kept.option) again = next;
           if (next.at(at_weight) < best.at(at_weight)) best = next;
         }
-        auto settled = [&](double was, double now) {
-          return was == now || std::abs(now - was) <= kSettled + kSettledRelative * std::abs(now);
-        };
         // Past kTieRounds, a tie within the tolerance keeps the option chosen
         // before: near-equal options whose prices creep could otherwise take
         // turns forever (the sliding-window layer's third pass took all 256

@@ -48,14 +48,14 @@ std::vector<bool> descendants(const Program& p, NodeId from) {
 }
 
 // p with each use of k.body by a node that k.root does not reach replaced by
-// the partition chain that undoes k.root's combines; nullopt if none.
+// the partition chain that undoes k.root's combines; nullopt if none. (An
+// output is no such use: outputs have no parallel axes, bodies have.)
 std::optional<Program> rewrite(const Program& p, const KernelRoot& k) {
   const std::vector<bool> inside = descendants(p, k.root);
   bool any = false;
   for (uint32_t i = 0; i < p.size() && !any; ++i)
     if (!inside[i])
       for (NodeId c : p.children(NodeId{i})) any = any || c == k.body;
-  for (const OutputDecl& o : p.outputs()) any = any || o.value == k.body;
   if (!any) return std::nullopt;
 
   Program q;
@@ -65,38 +65,30 @@ std::optional<Program> rewrite(const Program& p, const KernelRoot& k) {
   std::unordered_map<uint32_t, NodeId> built;
   for (const InputDecl& in : p.inputs())
     built.emplace(in.node.v, q.add_input(in.name, in.dtype, in.layout, in.loc));
-  std::function<NodeId(NodeId)> build = [&](NodeId n) -> NodeId {
-    if (auto it = built.find(n.v); it != built.end()) return it->second;
-    const Node& node = p.node(n);
-    std::vector<NodeId> kids;
-    for (NodeId c : p.children(n)) kids.push_back(build(c));
-    NodeId out = q.add(node.op, node.attrs, kids, node.loc);
-    built.emplace(n.v, out);
-    return out;
-  };
   // The load of the body from the kernel's result: partitions in the order
-  // of the combines from the top down.
+  // of the combines from the top down. Built again for each use, the same
+  // nodes (q hash-conses).
+  std::function<NodeId(NodeId)> build;
   auto load = [&]() {
     NodeId at = build(k.root);
     for (NodeId c = k.root; c != k.body; c = p.children(c)[0]) {
-      const Attrs& a = p.node(c).attrs;
       NodeId kid[] = {at};
-      at = q.add(Op::Partition, a, kid, p.node(c).loc);
+      at = q.add(Op::Partition, p.node(c).attrs, kid, p.node(c).loc);
     }
     return at;
   };
-  std::function<NodeId(NodeId)> outside = [&](NodeId n) -> NodeId {
-    if (inside[n.v]) return build(n);
+  // Nodes inside k.root keep their children (what uses the body there is
+  // the kernel's own combine); the others load it.
+  build = [&](NodeId n) -> NodeId {
     if (auto it = built.find(n.v); it != built.end()) return it->second;
     const Node& node = p.node(n);
     std::vector<NodeId> kids;
-    for (NodeId c : p.children(n)) kids.push_back(c == k.body ? load() : outside(c));
+    for (NodeId c : p.children(n)) kids.push_back(!inside[n.v] && c == k.body ? load() : build(c));
     NodeId out = q.add(node.op, node.attrs, kids, node.loc);
     built.emplace(n.v, out);
     return out;
   };
-  for (const OutputDecl& o : p.outputs())
-    q.add_output(o.name, o.layout, o.value == k.body ? load() : outside(o.value), o.loc);
+  for (const OutputDecl& o : p.outputs()) q.add_output(o.name, o.layout, build(o.value), o.loc);
   typecheck(q);
   return q;
 }

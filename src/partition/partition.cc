@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "eqiforge/ir/fold.h"
 #include "eqiforge/ir/op.h"
 #include "eqiforge/ir/typecheck.h"
 
@@ -136,25 +137,18 @@ std::vector<std::vector<std::vector<Symbol>>> natural_layouts(const Program& p) 
   return out;
 }
 
-// The values of literal constants and of pointwise ops over them (the
-// folding the e-graph's analysis does for the common cases), NaN elsewhere.
+// The values of literal-typed nodes (constants and pointwise ops over
+// them), NaN elsewhere.
 std::vector<double> literal_values(const Program& p) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  std::vector<double> v(p.size(), nan);
+  std::vector<double> v(p.size(), std::numeric_limits<double>::quiet_NaN());
+  std::vector<double> kids;
   for (uint32_t i = 0; i < p.size(); ++i) {
     NodeId id{i};
-    const Node& n = p.node(id);
-    auto kids = p.children(id);
-    auto at = [&](size_t k) { return v[kids[k].v]; };
-    switch (n.op) {
-      case Op::Const: v[i] = attr_f64(n.attrs); break;
-      case Op::Neg: v[i] = -at(0); break;
-      case Op::Add: v[i] = at(0) + at(1); break;
-      case Op::Sub: v[i] = at(0) - at(1); break;
-      case Op::Mul: v[i] = at(0) * at(1); break;
-      case Op::Div: v[i] = at(0) / at(1); break;
-      default: break;
-    }
+    const Type& t = p.type(id).get();
+    if (t.is_tuple || !t.tensor().literal) continue;
+    kids.clear();
+    for (NodeId c : p.children(id)) kids.push_back(v[c.v]);  // children come first
+    v[i] = constant_op(p, id, kids);
   }
   return v;
 }

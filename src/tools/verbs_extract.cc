@@ -75,7 +75,8 @@ int verb_extract(const Args& args) {
     o << "{\"mode\": " << json_quoted(extract_mode_name(opt.mode)) << ", \"order\": " << json_quoted(extract_order_name(opt.order))
       << ", \"enough\": " << (st.enough ? "true" : "false") << ", \"states_expanded\": " << st.states_expanded
       << ", \"complete_built\": " << st.complete_built << ", \"distinct\": " << st.distinct
-      << ", \"reuse_twins\": " << st.reuse_twins << ", \"seconds\": " << num(st.seconds) << ", \"enumerate_seconds\": " << num(st.enumerate_seconds)
+      << ", \"reuse_twins\": " << st.reuse_twins << ", \"seconds\": " << num(st.seconds)
+      << ", \"enumerate_seconds\": " << num(st.enumerate_seconds)
       << ", \"build_seconds\": " << num(st.build_seconds) << ", \"estimate_seconds\": " << num(st.estimate_seconds)
       << ", \"rank_seconds\": " << num(st.rank_seconds) << ", \"skipped_equivalent\": " << st.skipped_equivalent
       << ", \"pruned\": " << st.pruned << ", \"dead_ends\": " << st.dead_ends << ", \"invalid\": " << st.invalid
@@ -134,8 +135,8 @@ int verb_extract(const Args& args) {
               "(+%llu reuse twins), %.3f s (enumerate %.3f s: build %.3f s, estimate %.3f s; rank %.3f s)%s\n",
               std::string(extract_mode_name(opt.mode)).c_str(), (unsigned long long)st.states_expanded,
               (unsigned long long)st.skipped_equivalent, (unsigned long long)st.complete_built,
-              (unsigned long long)st.distinct, (unsigned long long)st.reuse_twins, st.seconds, st.enumerate_seconds, st.build_seconds, st.estimate_seconds,
-              st.rank_seconds,
+              (unsigned long long)st.distinct, (unsigned long long)st.reuse_twins, st.seconds, st.enumerate_seconds,
+              st.build_seconds, st.estimate_seconds, st.rank_seconds,
               st.limit_hit ? (" [stopped: " + st.limit + " limit]").c_str() : "");
   std::printf("e-graph: %zu e-nodes, %zu e-classes", g.num_nodes(), g.num_classes());
   if (sat.ran)

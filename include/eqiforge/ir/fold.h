@@ -1,0 +1,20 @@
+// Constant folding: the value of a node whose type is a literal (a constant,
+// or pointwise ops over constants), in float64 as the reference interpreter
+// computes. Code generation writes such nodes as numbers; partitioning reads
+// them to tell a copy (x + 0, x * 1) from a computation.
+#pragma once
+
+#include <span>
+
+#include "eqiforge/ir/program.h"
+
+namespace eqf {
+
+// The value of node n, whose type must be a literal.
+double fold_literal(const Program& p, NodeId n);
+// The value of pointwise node n on constant operands `kids` (its children's
+// values, in order). Throws eqf::Error (at the node) for an op that is not
+// pointwise.
+double constant_op(const Program& p, NodeId n, std::span<const double> kids);
+
+}  // namespace eqf
