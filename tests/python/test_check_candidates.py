@@ -175,3 +175,42 @@ def forward():
 """
     module = check.load_module(source, "loop_bounds_probe")
     assert module.forward().tolist() == [1, 2, 3, 3]
+
+
+NGPT = """(program ngpt_update
+  (dims (k 48) (k1 40))
+  (input h f32 [k]) (input x f32 [k1]) (input w f32 [k1 k]) (input alpha f32 [k])
+  (let mm (matmul k1 x w))
+  (let d (div mm (sqrt (sum k (mul mm mm)))))
+  (let a (add h (mul alpha (sub d h))))
+  (output out [k] (div a (sqrt (sum k (mul a a))))))
+"""
+
+# nGPT's reuse twin (extract/reuse.h): the second kernel loads the first
+# kernel's result through `(partition k.0 k t1)` instead of computing x@W again.
+NGPT_REUSE = """(program ngpt_update
+  (dims (k 48) (k1 40))
+  (input h f32 [k]) (input x f32 [k1]) (input w f32 [k1 k]) (input alpha f32 [k])
+  (let t0 (partition k.0 k h))
+  (let t1 (combine k.0 k (preduce k1.0 + (tile_matmul k1 (partition k1.0 k1 (replicate k.0 x))
+                                                      (partition k1.0 k1 (partition k.0 k w))))))
+  (let t2 (replicate k.0 t1))
+  (let t3 (rsqrt (sum k (mul t2 t2))))
+  (let t4 (replicate k.0 h))
+  (let t5 (add t4 (mul (replicate k.0 alpha) (sub (mul t2 t3) t4))))
+  (output out [k] (combine k.0 k (mul (add t0 (mul (partition k.0 k alpha) (sub (mul (partition k.0 k t1) t3) t0)))
+                                      (rsqrt (sum k (mul t5 t5)))))))
+"""
+
+
+def test_a_kernel_loading_another_kernels_result_runs_correctly(tmp_path, capsys):
+    naive, reuse = tmp_path / "ngpt.eqf", tmp_path / "ngpt_reuse.eqf"
+    naive.write_text(NGPT)
+    reuse.write_text(NGPT_REUSE)
+    # Blocks smaller than the dims: three programs, each loading its block
+    # of t1, and five loop iterations.
+    rc = check.main([str(naive), "--top", "2", "--rules", "none", "--also", str(reuse), "--trials", "2",
+                     "--blocks", "k.0=16,k1.0=8"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "candidate 1 (" in out, out
