@@ -81,7 +81,7 @@ class Options:
     # Tuning space: block sizes (powers of two), warps and pipeline stages.
     block_sizes: tuple[int, ...] = (16, 32, 64, 128, 256)
     num_warps: tuple[int, ...] = (2, 4, 8)
-    num_stages: tuple[int, ...] = (1, 2, 3, 4)
+    num_stages: tuple[int, ...] = (1, 2, 3, 4, 5)
     # Replay the whole program as one CUDA graph (static shapes only). The
     # returned tensors are then reused by the next call, as with
     # torch.compile(mode="reduce-overhead").

@@ -129,17 +129,26 @@ double dram_efficiency(double run) {
   return std::max(0.25, 0.6 * run / 32);
 }
 
-// `exec`: scratch for the loops' execution counts (the minimizer reuses one).
-KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, std::vector<double>& exec) {
+// `exec`, `depth`: scratch for the loops' execution counts and pipelining
+// depths (the minimizer reuses them).
+KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, std::vector<double>& exec,
+                       std::vector<double>& depth) {
   KernelEval e;
   e.programs = 1;
   for (int g : k.grid) e.programs *= z.coords[size_t(g)];
   exec.assign(k.loops.size(), 0.0);
+  // Tiles of one loop a program keeps in flight: Triton's pipeliner issues
+  // the loads of stages - 1 iterations ahead in an innermost loop (no more
+  // than the loop has), and does not pipeline a loop that holds another.
+  depth.assign(k.loops.size(), 0.0);
+  for (const LoopRow& l : k.loops)
+    if (l.parent >= 0) depth[size_t(l.parent)] = -1;  // holds a loop
   double acc_regs = 0;
   for (size_t i = 0; i < k.loops.size(); ++i) {
     const LoopRow& l = k.loops[i];
     double outer = l.parent < 0 ? e.programs : exec[size_t(l.parent)];
     double trips = z.coords[size_t(l.axis)];
+    depth[i] = depth[i] < 0 ? 1.0 : std::max(1.0, std::min(double(t.pipeline_stages), trips) - 1);
     if (l.mask) {
       int g = l.mask->grid_axis;
       double S = g >= 0 ? z.size[size_t(g)] : 1, Bg = g >= 0 ? z.block[size_t(g)] : 1;
@@ -156,6 +165,7 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, 
     }
   }
   auto times = [&](int scope) { return scope < 0 ? e.programs : exec[size_t(scope)]; };
+  double in_flight = 0;  // bytes from DRAM one program keeps in flight in its loops
   for (const LoadRow& ld : k.loads) {
     if (ld.dtype_bytes == 0) continue;  // an index, not a memory read
     double reads = times(ld.scope) * z.avg(ld.tile) * ld.dtype_bytes;
@@ -173,6 +183,10 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, 
     }
     double run = ld.contiguous_known ? z.avg(ld.contiguous) * ld.dtype_bytes : 1e9;
     e.dram_time_bytes += from_dram / dram_efficiency(run);
+    // Programs that read a tile at once also keep its re-reads in flight
+    // (two programs splitting the rows of a weight stream it faster than
+    // one: bench/results/h200-2026-12-02b-general, layernorm_gemm b16).
+    if (ld.scope >= 0) in_flight += z.avg(ld.tile) * ld.dtype_bytes * depth[size_t(ld.scope)];
     double el = z.padded(ld.tile);
     // In a kernel with dots, a matrix tile may feed tl.dot, which pads each
     // blocked dim to the smallest dot in shared memory (a 4 x 4096 tile
@@ -206,6 +220,16 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, 
   double busy = std::min(e.programs, double(t.sms));
   double frac = busy / double(t.sms);
   double bw = std::min(t.kernel_bytes_per_s, busy * t.sm_bytes_per_s);
+  // Little's law: a loop streams no faster than the bytes in flight over
+  // the GPU allow (target.h); this replaces the per-program cap, which
+  // holds only for the tiles it was measured with. Resident programs: as
+  // many per SM as their shared memory lets, up to programs_per_sm.
+  if (t.stream_half_bytes > 0 && in_flight > 0) {
+    double per_sm = std::min(t.programs_per_sm, std::max(1.0, std::floor(double(t.smem_bytes_per_program) /
+                                                                           std::max(e.smem, 1.0))));
+    double flight = in_flight * std::min(e.programs, double(t.sms) * per_sm);
+    bw = t.kernel_bytes_per_s * flight / (flight + t.stream_half_bytes);
+  }
   // DRAM serves the bytes L2 does not; every byte passes through L2.
   e.memory_s = std::max(e.dram_time_bytes / bw, e.bytes / t.l2_bytes_per_s);
   e.mma_s = e.mma / (t.mma_flops_per_s * frac);
@@ -225,8 +249,8 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, 
 }
 
 KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t) {
-  std::vector<double> exec;
-  return eval_kernel(k, z, t, exec);
+  std::vector<double> exec, depth;
+  return eval_kernel(k, z, t, exec, depth);
 }
 
 // How far a kernel's tiles exceed the budgets (0 when they fit).
@@ -325,7 +349,7 @@ class Minimizer {
           continue;
         }
       if (!sized) z_.compute(s_, c), sized = true;
-      KernelEval e = eval_kernel(s_.kernels[ki], z_, t_, exec_);
+      KernelEval e = eval_kernel(s_.kernels[ki], z_, t_, exec_, depth_);
       double o = overflow(e, t_);
       if (slot != KernelView::kNone) view.table->keep(slot, KernelValue{e.seconds, o});
       total += e.seconds;
@@ -386,7 +410,7 @@ class Minimizer {
   std::vector<KernelView> views_;  // per kernel
   std::vector<int64_t> normalized_;
   std::vector<int> log2_;  // of normalized_'s sizes (-1: not a power of two)
-  std::vector<double> exec_;
+  std::vector<double> exec_, depth_;
   Sizes z_;
   double best_ = 0;
   std::vector<int64_t> best_choice_;

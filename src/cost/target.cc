@@ -56,7 +56,7 @@ Target parse_target(std::string_view json_text, const std::string& file) {
   if (root.kind != json::Value::Kind::Object) throw Error(file, root.loc, "a target profile is a JSON object");
   static const std::set<std::string, std::less<>> known = {
       "name",           "description",     "sources",         "sms",
-      "dram_GBps",      "kernel_GBps",     "sm_GBps",         "mma_TFLOPs",      "fp32_TFLOPs",
+      "dram_GBps",      "kernel_GBps",     "sm_GBps",         "stream_half_MiB",         "mma_TFLOPs",      "fp32_TFLOPs",
       "launch_us",      "l2_MiB",          "l2_GBps",          "smem_per_program_KiB", "registers_per_program_KiB",
       "pipeline_stages", "loop_iteration_us", "programs_per_sm", "min_dot",        "max_tile_elements", "measurements"};
   for (const auto& [key, value] : root.object)
@@ -72,6 +72,8 @@ Target parse_target(std::string_view json_text, const std::string& file) {
                              ? number(root, "kernel_GBps", file, 1e-3, false) * 1e9
                              : t.dram_bytes_per_s;
   t.sm_bytes_per_s = number(root, "sm_GBps", file, 1e-3, false) * 1e9;
+  t.stream_half_bytes =
+      root.find("stream_half_MiB") ? number(root, "stream_half_MiB", file, 0, false) * 1024 * 1024 : 0;
   t.mma_flops_per_s = number(root, "mma_TFLOPs", file, 1e-3, false) * 1e12;
   t.fp_flops_per_s = number(root, "fp32_TFLOPs", file, 1e-3, false) * 1e12;
   t.launch_s = number(root, "launch_us", file, 0, false) * 1e-6;

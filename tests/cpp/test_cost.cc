@@ -246,11 +246,75 @@ TEST(CostModel, LongLoopsOfTinyBlocksAreLatencyBound) {
   // 128 programs on 132 SMs: one wave of 8192 iterations each.
   EXPECT_DOUBLE_EQ(tiny.kernels[0].programs, 128);
   EXPECT_NEAR(tiny.kernels[0].latency_s, 8192 * t.loop_iteration_s, 1e-12);
-  EXPECT_EQ(tiny.kernels[0].bound, "latency");
+  // 32-byte tiles keep almost nothing in flight: the streaming bound says
+  // as much as the latency term (both far above the bytes' time).
+  EXPECT_GE(tiny.seconds, tiny.kernels[0].latency_s);
+  EXPECT_GT(tiny.kernels[0].memory_s, 100 * 2048.0 * 8192 * 2 / t.kernel_bytes_per_s);
   ProgramEstimate best = cm.estimate(p, lp);
   ASSERT_TRUE(best.feasible);
   EXPECT_EQ(best.kernels[0].bound, "memory");
   EXPECT_LT(best.seconds, tiny.seconds / 10);
+}
+
+// A GEMV-like loop over a 4096 x 4096 fp16 weight (32 MiB), 16 rows: the
+// bytes its programs keep in flight (tile x pipelined stages x resident
+// programs) set the bandwidth (target.h, Little's law), as measured on the
+// H200 (bench/results/h200-2026-12-02-stream-forms: 954 GB/s with 64 x 32
+// tiles at 3 stages, 1947 with 256 x 64 at 5).
+std::string gemv_program(bool nested) {
+  std::string w = nested ? "(partition k.1 k (partition k.0 k (partition n.0 n w)))" : "(partition k.0 k (partition n.0 n w))";
+  std::string x = nested ? "(partition k.1 k (partition k.0 k (replicate n.0 x)))" : "(partition k.0 k (replicate n.0 x))";
+  std::string body = "(tile_matmul k " + x + " " + w + ")";
+  body = nested ? "(preduce k.0 + (preduce k.1 + " + body + "))" : "(preduce k.0 + " + body + ")";
+  return "(program gemv (dims (m 16) (k 4096) (n 4096)) (input x f16 [m k]) (input w f16 [k n])\n"
+         "  (output y [m n] (combine n.0 n " + body + ")))";
+}
+
+TEST(CostModel, StreamingLoopsAreBoundByTheBytesInFlight) {
+  Program p = parse_and_check(gemv_program(false));
+  LoweredProgram lp = lower_program(p);
+  CostModel cm(h200());
+  const Target& t = h200();
+  ASSERT_GT(t.stream_half_bytes, 0);
+  const double weight = 4096.0 * 4096 * 2;
+  // 64 programs of 64 x 64 weight tiles (and 16 x 64 of x), two of three
+  // stages in flight: 64 x 2 x 10 KiB = 1.25 MiB.
+  ProgramEstimate small = cm.evaluate(p, lp, {{axis("n.0"), 64}, {axis("k.0"), 64}});
+  ASSERT_TRUE(small.feasible);
+  ASSERT_DOUBLE_EQ(small.kernels[0].programs, 64);
+  double flight = 64 * 2 * (64 * 64 * 2 + 16 * 64 * 2);
+  double bw = t.kernel_bytes_per_s * flight / (flight + t.stream_half_bytes);
+  // DRAM moves the weight, x once (its re-reads come from L2) and y.
+  double dram = weight + 2 * (16 * 4096 * 2);
+  EXPECT_NEAR(small.kernels[0].memory_s * bw, dram, 1e-6 * dram);
+  EXPECT_LT(bw, 0.45 * t.kernel_bytes_per_s);
+  // 256-deep tiles keep four times as much in flight: faster, near the cap.
+  ProgramEstimate deep = cm.evaluate(p, lp, {{axis("n.0"), 64}, {axis("k.0"), 256}});
+  ASSERT_TRUE(deep.feasible);
+  EXPECT_LT(deep.kernels[0].memory_s, 0.6 * small.kernels[0].memory_s);
+  EXPECT_GT(deep.kernels[0].memory_s, weight / t.kernel_bytes_per_s);
+  // The chosen blocks keep enough in flight to come within 30% of the cap.
+  ProgramEstimate best = cm.estimate(p, lp);
+  ASSERT_TRUE(best.feasible);
+  EXPECT_LT(best.kernels[0].memory_s, 1.3 * best.kernels[0].bytes / t.kernel_bytes_per_s);
+}
+
+// Triton pipelines only innermost loops: the same reduction as a loop of
+// 256-blocks holding a loop of one 256-block has one tile in flight, not two.
+TEST(CostModel, ALoopHoldingALoopIsNotPipelined) {
+  Program flat = parse_and_check(gemv_program(false));
+  Program nested = parse_and_check(gemv_program(true));
+  CostModel cm(h200());
+  ProgramEstimate f = cm.evaluate(flat, lower_program(flat), {{axis("n.0"), 32}, {axis("k.0"), 256}});
+  ProgramEstimate n = cm.evaluate(nested, lower_program(nested),
+                                  {{axis("n.0"), 32}, {axis("k.0"), 256}, {axis("k.1"), 256}});
+  ASSERT_TRUE(f.feasible && n.feasible);
+  EXPECT_DOUBLE_EQ(f.kernels[0].bytes, n.kernels[0].bytes);
+  EXPECT_GT(n.kernels[0].memory_s, 1.2 * f.kernels[0].memory_s);
+  // With 16 inner trips of 16 the inner loop pipelines again.
+  ProgramEstimate n16 = cm.evaluate(nested, lower_program(nested),
+                                    {{axis("n.0"), 32}, {axis("k.0"), 4096}, {axis("k.1"), 256}});
+  EXPECT_NEAR(n16.kernels[0].memory_s, f.kernels[0].memory_s, 0.05 * f.kernels[0].memory_s);
 }
 
 TEST(CostModel, TensorCoreFlopsAndTheComputeBound) {

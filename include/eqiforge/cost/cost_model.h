@@ -17,7 +17,13 @@
 //   BW_eff       min(kernel bandwidth, busy SMs x one program's bandwidth):
 //                what a generated kernel streams at best (kernel_GBps, below
 //                a copy's DRAM bandwidth), and a grid with fewer programs
-//                than SMs cannot use all of it;
+//                than SMs cannot use all of it. A kernel that loads in loops
+//                streams at kernel bandwidth x F / (F + stream_half) instead
+//                (Little's law, target.h): F the bytes its resident programs
+//                keep in flight, each the tiles of stages - 1 iterations of
+//                an innermost loop (no more than the loop has) or of one
+//                iteration of a loop holding a loop (Triton pipelines only
+//                innermost loops);
 //   mma_flops    tile_matmul on two 2-D tiles (tl.dot), each of M, N, K
 //                padded to the target's smallest dot; other contractions
 //                and all pointwise work and reductions count as other_flops

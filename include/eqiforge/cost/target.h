@@ -29,6 +29,11 @@ struct Target {
   // Defaults to dram_bytes_per_s when a profile does not measure it.
   double kernel_bytes_per_s = 0;
   double sm_bytes_per_s = 0;         // bandwidth one program of a generated kernel reaches
+  // A loop streams at kernel_bytes_per_s * F / (F + stream_half_bytes), F
+  // the bytes its resident programs keep in flight (Little's law: requests
+  // in flight over DRAM latency): a loop of small tiles, shallow pipelining
+  // or few programs cannot use all of the bandwidth. 0: no such limit.
+  double stream_half_bytes = 0;
   double mma_flops_per_s = 0;        // dense fp16/bf16 tensor-core peak (fp32 accumulate)
   double fp_flops_per_s = 0;         // fp32 peak outside the tensor cores
   double launch_s = 0;               // one kernel launch (an empty kernel's time)
