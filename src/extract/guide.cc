@@ -37,7 +37,7 @@ CostGuide::CostGuide(const EGraph& g, OptionTable& table, const Target& target, 
 double CostGuide::partial_price(const PartialProgram& s) {
   if (pricing_ == GuidePricing::Shared) return s.spent + remaining(s);
   double p = s.spent;
-  for (const Hole& h : s.holes) p += to_go(EClassId(h.cls), h.req, h.weight);
+  for (const Hole& h : s.holes) p += to_go(EClassId(h.cls), h.req, h.weight, kernel_grid(table_, s, h.kernel));
   return p;
 }
 
@@ -324,17 +324,101 @@ double CostGuide::price(EClassId c, uint32_t option) {
   return ps[option];
 }
 
-const CostGuide::Go* CostGuide::cheapest(EClassId c, uint8_t req, double weight) const {
-  size_t i = (size_t(g_.find(c).v) * 16 + req) * kTracks;
-  if (i >= go_.size()) return nullptr;
-  const Go* best = &go_[i];
+uint64_t CostGuide::axis_bits(const std::vector<uint32_t>& axes) const {
+  uint64_t bits = 0;
+  for (uint32_t a : axes) {
+    auto it = std::lower_bound(loop_axes_.begin(), loop_axes_.end(), a);
+    if (it != loop_axes_.end() && *it == a) bits |= uint64_t(1) << (it - loop_axes_.begin());
+  }
+  return bits;
+}
+
+bool CostGuide::forbidden(const Option& o, uint64_t ctx) const {
+  if (!ctx || o.loop_axis == Option::kNoAxis) return false;
+  auto it = std::lower_bound(loop_axes_.begin(), loop_axes_.end(), o.loop_axis);
+  return it != loop_axes_.end() && *it == o.loop_axis && ((ctx >> (it - loop_axes_.begin())) & 1);
+}
+
+void CostGuide::find_loops() {
+  std::span<const std::pair<EClassId, uint8_t>> pairs = table_.reached();
+  std::vector<EClassId> classes;
+  size_t size = 0;  // past every class reached and every child of its options
+  loop_axes_.clear();
+  for (auto [c, r] : pairs) {
+    classes.push_back(c);
+    size = std::max<size_t>(size, c.v + 1);
+    for (const Option& o : table_.options(c)) {
+      for (EClassId k : o.children) size = std::max<size_t>(size, k.v + 1);
+      if (o.loop_axis != Option::kNoAxis) loop_axes_.push_back(o.loop_axis);
+    }
+  }
+  std::sort(classes.begin(), classes.end(), [](EClassId a, EClassId b) { return a.v < b.v; });
+  classes.erase(std::unique(classes.begin(), classes.end()), classes.end());
+  std::sort(loop_axes_.begin(), loop_axes_.end());
+  loop_axes_.erase(std::unique(loop_axes_.begin(), loop_axes_.end()), loop_axes_.end());
+  if (loop_axes_.size() > 64) loop_axes_.resize(64);  // the rest forbid nothing: a lower price
+  loops_below_.assign(size, 0);
+  if (loop_axes_.empty()) return;
+  // The least fixpoint: a class may reach the loop axes of its own options
+  // and, but for kernel roots (whose bodies are another kernel), those that
+  // their children may reach.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (EClassId c : classes) {
+      uint64_t bits = loops_below_[c.v];
+      for (const Option& o : table_.options(c)) {
+        if (o.loop_axis != Option::kNoAxis) bits |= axis_bits({o.loop_axis});
+        if (o.kernel_root) continue;
+        for (EClassId k : o.children) bits |= loops_below_[k.v];
+      }
+      if (bits != loops_below_[c.v]) loops_below_[c.v] = bits, changed = true;
+    }
+  }
+}
+
+void CostGuide::find_contexts() {
+  // From every pair in context 0, then from each new one: the children of
+  // an option in its parent's context, a kernel root's body in the context
+  // of the root's grid (which a partial program that fills the root gives
+  // it).
+  contexted_.clear();
+  context_index_.clear();
+  if (loop_axes_.empty()) return;
+  auto reach = [&](EClassId c, uint8_t r, uint64_t ctx) {
+    for (const Option& o : table_.options(c)) {
+      if (!table_.allowed(c, o, r) || forbidden(o, ctx)) continue;
+      uint8_t cr = table_.child_req(o, r);
+      uint64_t bits = o.kernel_root ? axis_bits(o.grid_axes) : ctx;
+      for (EClassId k : o.children) {
+        uint64_t kc = context(k, bits);
+        if (kc && context_index_.emplace(ContextKey{uint64_t(k.v) * 16 + cr, kc}, uint32_t(contexted_.size())).second)
+          contexted_.push_back(Contexted{k, cr, kc});
+      }
+    }
+  };
+  for (auto [c, r] : table_.reached()) reach(c, r, 0);
+  for (size_t i = 0; i < contexted_.size(); ++i) reach(contexted_[i].cls, contexted_[i].req, contexted_[i].context);
+}
+
+const CostGuide::Go* CostGuide::tracks(EClassId c, uint8_t req, uint64_t ctx) const {
+  size_t pair = size_t(g_.find(c).v) * 16 + req;
+  if (!ctx) return pair * kTracks < go_.size() ? &go_[pair * kTracks] : nullptr;
+  auto it = context_index_.find(ContextKey{pair, ctx});
+  return it == context_index_.end() ? nullptr : &context_go_[size_t(it->second) * kTracks];
+}
+
+const CostGuide::Go* CostGuide::cheapest(EClassId c, uint8_t req, double weight, uint64_t ctx) const {
+  const Go* go = tracks(c, req, ctx);
+  if (!go) return nullptr;
+  const Go* best = go;
   for (size_t t = 1; t < tracks_; ++t)
-    if (go_[i + t].at(weight) < best->at(weight)) best = &go_[i + t];
+    if (go[t].at(weight) < best->at(weight)) best = &go[t];
   return best->option == kNoOption ? nullptr : best;
 }
 
-double CostGuide::to_go(EClassId c, uint8_t req, double weight) const {
-  const Go* g = cheapest(c, req, weight);
+double CostGuide::to_go(EClassId c, uint8_t req, double weight, const std::vector<uint32_t>* grid) const {
+  c = g_.find(c);
+  const Go* g = cheapest(c, req, weight, grid ? context(c, axis_bits(*grid)) : 0);
   return g ? g->at(weight) : kInf;
 }
 
@@ -343,6 +427,9 @@ void CostGuide::analyze() {
   size_t classes = 0;
   for (auto [c, r] : pairs) classes = std::max<size_t>(classes, c.v + 1);
   go_.assign(classes * 16 * kTracks, Go{});
+  find_loops();
+  find_contexts();
+  context_go_.assign(contexted_.size() * kTracks, Go{});
   const bool tuple_max = pricing_ == GuidePricing::Shared;
   // Rounds over the pairs, every track in each, until no choice changes.
   // Each round chooses afresh from the children's current subprograms: a
@@ -368,17 +455,24 @@ void CostGuide::analyze() {
   bool changed = true;
   for (int round = 0; changed && round < kMaxRounds; ++round) {
     changed = false;
-    for (size_t i = pairs.size(); i-- > 0;) {
-      auto [c, r] = pairs[i];
+    // Backwards: the pairs in a context (found below the others) first.
+    for (size_t i = pairs.size() + contexted_.size(); i-- > 0;) {
+      const size_t x = i - pairs.size();  // index in contexted_ (past the pairs)
+      const bool in_context = i >= pairs.size();
+      const EClassId c = in_context ? contexted_[x].cls : pairs[i].first;
+      const uint8_t r = in_context ? contexted_[x].req : pairs[i].second;
+      const uint64_t ctx = in_context ? contexted_[x].context : 0;
+      Go* slots = in_context ? &context_go_[x * kTracks] : &go_[(size_t(c.v) * 16 + r) * kTracks];
       std::span<const Option> options = table_.options(c);
       for (size_t track = 0; track < tracks_; ++track) {
         const double at_weight = kTrackWeights[track];
-        Go& kept = go_[(size_t(c.v) * 16 + r) * kTracks + track];
+        Go& kept = slots[track];
         Go best, again;  // again: the option kept from the last round, priced afresh
         for (uint32_t k = 0; k < options.size(); ++k) {
           const Option& o = options[k];
-          if (!table_.allowed(c, o, r)) continue;
+          if (!table_.allowed(c, o, r) || forbidden(o, ctx)) continue;
           uint8_t cr = table_.child_req(o, r);
+          const uint64_t child_bits = o.kernel_root ? 0 : ctx;  // a body: context 0 (see guide.h)
           // The filling's price scales with its user's weight, unless it is a
           // kernel of its own (then only what its kernel's weight says).
           const bool own = own_root(o);
@@ -393,7 +487,7 @@ void CostGuide::analyze() {
             // Fixed with own kernel weights: a buffer (computed once), or
             // anything below a kernel root. Inherited weights scale it all.
             bool scales = kernel_weight_ == KernelWeight::Inherited || (!own && !table_.facts(child).global);
-            const Go* g = cheapest(child, cr, scales ? at_weight * share : share);
+            const Go* g = cheapest(child, cr, scales ? at_weight * share : share, context(child, child_bits));
             if (!g) {
               next.b = kInf;
             } else if (scales) {
@@ -406,9 +500,13 @@ void CostGuide::analyze() {
           if (tuple_max && o.kind == Option::Kind::Node && o.op == Op::Tuple) {
             // A tuple costs its dearest part (the parts share their inputs).
             EClassId dearest = o.children.front();
-            double most = to_go(dearest, cr, at_weight);
+            auto part_price = [&](EClassId child) {
+              const Go* g = cheapest(child, cr, at_weight, context(child, child_bits));
+              return g ? g->at(at_weight) : kInf;
+            };
+            double most = part_price(dearest);
             for (EClassId child : o.children)
-              if (double p = to_go(child, cr, at_weight); p > most) dearest = child, most = p;
+              if (double p = part_price(child); p > most) dearest = child, most = p;
             add(dearest);
           } else {
             for (EClassId child : o.children) {
@@ -438,17 +536,20 @@ void CostGuide::analyze() {
 
 double CostGuide::remaining(const PartialProgram& s) {
   stack_.clear();
-  for (const Hole& h : s.holes) stack_.push_back(Pending{h, kernel_grid(table_, s, h.kernel)});
+  for (const Hole& h : s.holes) {
+    const std::vector<uint32_t>* grid = kernel_grid(table_, s, h.kernel);
+    stack_.push_back(Pending{h, grid, grid ? axis_bits(*grid) : 0});
+  }
   seen_.clear();
   double total = 0;
   while (!stack_.empty()) {
-    auto [h, grid] = stack_.back();
+    auto [h, grid, grid_bits] = stack_.back();
     stack_.pop_back();
     if (!seen_.insert((uint64_t(h.cls) << 32) | h.scope)) continue;
     if (const Filled* f = s.find(h.cls); f && f->scope == h.scope) continue;  // paid for
     // The subprogram cheapest at this use's weight.
     EClassId c(h.cls);
-    const Go* go = cheapest(c, h.req, h.weight);
+    const Go* go = cheapest(c, h.req, h.weight, context(c, grid_bits));
     if (!go) return kInf;
     const uint32_t best = go->option;
     const Option& o = table_.options(c)[best];
@@ -458,9 +559,10 @@ double CostGuide::remaining(const PartialProgram& s) {
     uint32_t scope = scope_below(c, o, h.scope);
     uint32_t kernel = o.kernel_root ? c.v : h.kernel;
     const std::vector<uint32_t>* child_grid = o.kernel_root ? &o.grid_axes : grid;
+    const uint64_t child_bits = o.kernel_root ? 0 : grid_bits;  // as the fixpoint prices a body
     double weight = used * (child_grid ? child_weight(c, o, child_grid) : 1);
     for (EClassId k : o.children)
-      stack_.push_back(Pending{Hole{k.v, cr, scope, kernel, child_share(k, weight)}, child_grid});
+      stack_.push_back(Pending{Hole{k.v, cr, scope, kernel, child_share(k, weight)}, child_grid, child_bits});
   }
   return total;
 }

@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <limits>
 #include <set>
+#include <unordered_map>
 #include <span>
 #include <vector>
 
@@ -110,7 +111,11 @@ class CostGuide {
   // subprogram whose top is a kernel root (a grid chain, a collect) is a
   // kernel of its own, run once whatever its user's weight: kernel formation
   // stores its result and the user loads it (with KernelWeight::Own).
-  double to_go(EClassId c, uint8_t req, double weight = 1) const;
+  // `grid`: the grid axes of the kernel c is computed in, as the partial
+  // program knows it (null above every kernel or not known): a preduce over
+  // one of them has no kernel form (Filler::fill_first_hole), so it is no
+  // option there. See "Kernel contexts" below.
+  double to_go(EClassId c, uint8_t req, double weight = 1, const std::vector<uint32_t>* grid = nullptr) const;
   // The weight a filling of a use at `use_weight` is priced at: 1 for a
   // kernel root when kernels have their own weight (see KernelWeight).
   double filling_weight(double use_weight, const Option& o) const { return own_root(o) ? 1 : use_weight; }
@@ -173,11 +178,54 @@ class CostGuide {
   static constexpr size_t kTracks = 2;
   static constexpr double kTrackWeights[kTracks] = {1, 32};
   bool own_root(const Option& o) const { return kernel_weight_ == KernelWeight::Own && o.kernel_root; }
-  const Go* cheapest(EClassId c, uint8_t req, double weight) const;  // null: none
+  const Go* cheapest(EClassId c, uint8_t req, double weight, uint64_t ctx = 0) const;  // null: none
+  const Go* tracks(EClassId c, uint8_t req, uint64_t ctx) const;  // the pair's kTracks prices; null: none
   std::vector<Go> go_;  // ((class * 16 + requirement) * kTracks + track)
+
+  // Kernel contexts. A hole in a kernel the partial program has filled
+  // cannot take a preduce over one of that kernel's grid axes, and the
+  // cheapest subprogram without it may cost a kernel more: a scalar that a
+  // loop over k reduces, used in a kernel with grid k, is reduced there by a
+  // kernel of its own (a collect) instead. Priced as if the loop were
+  // possible, every partial program through such a hole looked as cheap as
+  // the best, and best-first order expanded their product before reaching
+  // any of the dead ends (bug 47: 1.5 million states for a layer norm
+  // followed by an RMS norm over 7 elements). So a pair is also priced in
+  // each context it is reached in: the loop axes the kernel's grid forbids
+  // among those the class may reach within the kernel (a 64-bit set over
+  // loop_axes_; context 0, none, is go_). The fixpoint itself knows no
+  // kernel, as for weights: a kernel root's body is priced in context 0, and
+  // only holes below a filled kernel root get a context.
+  uint64_t axis_bits(const std::vector<uint32_t>& axes) const;  // those in loop_axes_
+  uint64_t context(EClassId c, uint64_t grid_bits) const {
+    return c.v < loops_below_.size() ? grid_bits & loops_below_[c.v] : 0;
+  }
+  bool forbidden(const Option& o, uint64_t ctx) const;  // a preduce over an axis of context ctx
+  void find_loops();                                        // loop_axes_ and loops_below_
+  void find_contexts();                                     // contexted_
+  std::vector<uint32_t> loop_axes_;    // of every preduce option, packed and sorted; the first 64
+  std::vector<uint64_t> loops_below_;  // per class: the loop axes it may reach within its kernel
+  struct Contexted {
+    EClassId cls;
+    uint8_t req;
+    uint64_t context;
+  };
+  struct ContextKey {
+    uint64_t pair, context;  // pair: class * 16 + requirement
+    friend bool operator==(const ContextKey&, const ContextKey&) = default;
+  };
+  struct ContextHash {
+    size_t operator()(const ContextKey& k) const { return size_t(mix_context(k.pair, k.context)); }
+    static uint64_t mix_context(uint64_t a, uint64_t b) { return (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full); }
+  };
+  std::vector<Contexted> contexted_;  // the pairs reached in a context, in the order found
+  std::unordered_map<ContextKey, uint32_t, ContextHash> context_index_;  // into contexted_
+  std::vector<Go> context_go_;         // (index in contexted_ * kTracks + track)
+
   struct Pending {
     Hole hole;
     const std::vector<uint32_t>* grid;  // its kernel's grid axes (null above every kernel)
+    uint64_t grid_bits;  // axis_bits of the filled kernel's grid; 0 above it and below a kernel root chosen here
   };
   std::vector<Pending> stack_;               // remaining()'s scratch
   StampedSet seen_;

@@ -30,14 +30,14 @@ Filled* PartialProgram::find(uint32_t cls) {
 }
 
 void Filler::charge_recompute(PartialProgram& s, EClassId c, uint8_t req, uint32_t first_scope, uint32_t scope,
-                              double weight) {
+                              uint32_t kernel, double weight) {
   if (!guide_ || scope == first_scope || table_.facts(c).global || table_.facts(c).literal) return;
-  s.spent += guide_->to_go(c, req, weight);
+  s.spent += guide_->to_go(c, req, weight, kernel_grid(table_, s, kernel));
 }
 
 bool Filler::require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope, uint32_t kernel, double weight) {
   if (Filled* f = s.find(c.v)) {
-    charge_recompute(s, c, f->req | req, f->scope, scope, weight);
+    charge_recompute(s, c, f->req | req, f->scope, scope, kernel, weight);
     uint8_t now = f->req | req;
     if (now == f->req) return true;
     const Option& o = table_.options(c)[f->option];
@@ -53,7 +53,7 @@ bool Filler::require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope,
   }
   for (Hole& h : s.holes)
     if (h.cls == c.v) {
-      charge_recompute(s, c, h.req | req, h.scope, scope, weight);
+      charge_recompute(s, c, h.req | req, h.scope, scope, kernel, weight);
       h.req |= req;
       return table_.viable(c, h.req);
     }

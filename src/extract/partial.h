@@ -97,7 +97,7 @@ class Filler {
   double share(EClassId child, double weight) const;
   double weight_below(const PartialProgram& s, EClassId c, const Option& o, uint32_t kernel) const;
   void charge_recompute(PartialProgram& s, EClassId c, uint8_t req, uint32_t first_scope, uint32_t scope,
-                        double weight);
+                        uint32_t kernel, double weight);
   OptionTable& table_;
   CostGuide* guide_ = nullptr;
   std::vector<uint32_t> stack_, visited_;
