@@ -384,10 +384,24 @@ Value KernelEmitter::load_part(const Load& ld, int part, const std::string& name
   const TensorType& t = p_.type(ld.node).get().parts.at(size_t(part < 0 ? 0 : part));
   std::vector<DimView> views = all_views(t);
   std::vector<DimView> tile = tile_dims(t);
+  // A 2-D tile of a buffer whose layout has the tile's dims the other way
+  // round is loaded in the buffer's order and transposed after: Triton's
+  // pipeliner does not turn a load into an asynchronous copy when a
+  // transpose stands between it and tl.dot (a [128, 256] weight tile loaded
+  // against its layout ran 40x slower, spilled through registers), and
+  // tl.dot takes the transposed operand as it was stored (contract() drops
+  // the double transpose).
+  std::vector<DimView> order = tile;
+  if (ld.buffer >= 0 && ld.views.empty() && tile.size() == 2) {
+    const Buffer& buf = lp_.buffers[size_t(ld.buffer + (part >= 0 ? part : std::max(ld.component, 0)))];
+    auto at = [&](Symbol d) { return std::find(buf.layout.begin(), buf.layout.end(), d) - buf.layout.begin(); };
+    if (at(tile[0].dim) > at(tile[1].dim)) std::swap(order[0], order[1]);
+  }
+  const bool transposed = order != tile;
   // The index of every dim of the loaded value, then through the layout
   // views down to the buffer's own dims (for iota: to its one dim).
   std::map<Symbol, Expr> idx;
-  for (const DimView& v : views) idx[v.dim] = offs_expr(v, tile);
+  for (const DimView& v : views) idx[v.dim] = offs_expr(v, order);
   for (NodeId view : ld.views) {
     const Node& vn = p_.node(view);
     if (vn.op == Op::Rename) {
@@ -423,7 +437,7 @@ Value KernelEmitter::load_part(const Load& ld, int part, const std::string& name
   const Buffer& buf = lp_.buffers[size_t(b)];
   use_buffer(b);
   std::string addr = address(b, buf, idx, ld.node);
-  std::string mask = mask_expr(views, tile);
+  std::string mask = mask_expr(views, order);
   std::string other = dtype_is_float(buf.dtype) ? "0.0" : "0";
   std::string args = mask.empty() ? addr : addr + ", mask=" + mask + ", other=" + other;
   std::string var = locals_.fresh(name);
@@ -433,7 +447,7 @@ Value KernelEmitter::load_part(const Load& ld, int part, const std::string& name
            (mask.empty() ? "" : ",\n    mask=" + mask + ", other=" + other) + ",\n)";
   stmt(line);
   Value v;
-  v.expr = Expr{var, kAtom};
+  v.expr = Expr{transposed ? "tl.trans(" + var + ")" : var, kAtom};
   v.dims = tile;
   v.dtype = buf.dtype;
   v.zero_padded = true;

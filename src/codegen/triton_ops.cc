@@ -296,6 +296,25 @@ TileTuple emit_Reduce(KernelEmitter& k, NodeId n, Kids kids) {
   return reduce_tuple(k, n, view, red.get(), x);
 }
 
+// tl.trans(x), or x itself when `text` is tl.trans(x) (a tile loaded in its
+// buffer's order, triton_kernel.cc): the operand reaches tl.dot as loaded.
+std::string transposed(const std::string& text) {
+  const std::string head = "tl.trans(";
+  if (text.starts_with(head) && text.back() == ')') {
+    int depth = 0;
+    size_t close = std::string::npos;
+    for (size_t i = head.size() - 1; i < text.size(); ++i) {
+      depth += text[i] == '(' ? 1 : text[i] == ')' ? -1 : 0;
+      if (depth == 0) {
+        close = i;
+        break;
+      }
+    }
+    if (close == text.size() - 1) return text.substr(head.size(), text.size() - head.size() - 1);
+  }
+  return "tl.trans(" + text + ")";
+}
+
 // A contraction over k: tl.dot for two 2-D operands (rows x k, k x cols),
 // padded to tiles of at least 16; otherwise a broadcast product and tl.sum.
 TileTuple contract(KernelEmitter& k, NodeId n, Kids kids) {
@@ -346,7 +365,7 @@ TileTuple contract(KernelEmitter& k, NodeId n, Kids kids) {
     else if (!is_f16)
       text = k.to_float(v).expr.text;
     bool stored_k_first = v.dims[0].dim == kd;
-    if (stored_k_first != k_first) text = "tl.trans(" + text + ")";
+    if (stored_k_first != k_first) text = transposed(text);
     return text;
   };
   std::string call = "tl.dot(" + operand(a, false) + ", " + operand(b, true);

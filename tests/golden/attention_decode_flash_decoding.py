@@ -116,13 +116,14 @@ def o_kernel(
         mask=mask_c_t0, other=0.0,
     )
     states_2 = tl.load(
-        states_2_ptr + offs_c_t0[None, :] * stride_states_2_c_t0 + offs_h * stride_states_2_h + offs_f[:, None] * stride_states_2_f,
-        mask=mask_f[:, None] & mask_c_t0[None, :], other=0.0,
+        states_2_ptr + offs_c_t0[:, None] * stride_states_2_c_t0 + offs_h * stride_states_2_h + offs_f[None, :] * stride_states_2_f,
+        mask=mask_f[None, :] & mask_c_t0[:, None], other=0.0,
     )
+    merged_in = tl.trans(states_2)
     merged_0 = tl.max(tl.where(mask_c_t0, states_0, float("-inf")), axis=0)
     scale = tl.where(states_0 == float("-inf"), 0.0, tl.exp(states_0 - merged_0))
     merged_1 = tl.sum(tl.where(mask_c_t0, states_1 * scale, 0.0), axis=0)
-    merged_2 = tl.sum(tl.where(mask_c_t0[None, :], states_2 * scale[None, :], 0.0), axis=1)
+    merged_2 = tl.sum(tl.where(mask_c_t0[None, :], merged_in * scale[None, :], 0.0), axis=1)
     tl.store(o_ptr + offs_h * stride_o_h + offs_f * stride_o_f, merged_2 / merged_1, mask=mask_f)
 
 

@@ -157,6 +157,21 @@ def test_fp16_program_within_half_tolerance(modules):
     assert_close(check.check_program(text, seed=1, trials=2, module=module), check.TOLERANCE_HALF)
 
 
+def test_a_tile_against_its_buffers_layout_is_loaded_in_the_layout_and_fed_to_dot_as_loaded(modules):
+    # w is [k1 k] in memory while the kernel orders its tiles (m, k, k1): the
+    # tile is loaded in w's order and reaches tl.dot without a transpose
+    # (Triton's pipeliner keeps such a load synchronous, through registers).
+    text = """(program gemv (dims (m 16) (k 40) (k1 48)) (input x f16 [m k1]) (input w f16 [k1 k])
+  (output y [m k] (combine k.0 k (preduce k1.0 + (tile_matmul k1 (partition k1.0 k1 (replicate k.0 x))
+                                                                 (partition k1.0 k1 (partition k.0 k w)))))))"""
+    module = modules(text)
+    source = Path(module.__file__).read_text()
+    assert re.search(r"w_ptr \+ offs_k1\[:, None\] \* stride_w_k1 \+ offs_k\[None, :\] \* stride_w_k", source), source
+    assert "tl.dot(x_tile, w_tile)" in source and "tl.trans" not in source, source
+    trials = check.check_program(text, seed=2, trials=3, module=module)
+    assert_close(trials, check.TOLERANCE_HALF)
+
+
 POINTWISE = {
     "add": "(add xt 0.5)", "sub": "(sub 0.5 xt)", "mul": "(mul xt xt)", "div": "(div xt 1.5)",
     "max2": "(max2 xt 0.1)", "min2": "(min2 xt 0.1)", "neg": "(neg xt)", "exp": "(exp xt)",
