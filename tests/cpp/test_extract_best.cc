@@ -62,6 +62,29 @@ TEST(ExtractBestFirst, FinishesOnSaturatedEGraphsWithCorrectCandidates) {
   }
 }
 
+// Bug 47: a 1-D layer norm then an RMS norm over 7 elements. Every scalar
+// sum has fillings through preduce, and inside a kernel gridded over k.0 a
+// preduce over k is a dead end; the guide priced them as if possible, so
+// thousands of partial programs tied and best-first expanded 1.5 million
+// states (1.8 million dead ends) before its first candidates. The guide now
+// prices a hole below a filled kernel without preduces over its grid axes.
+TEST(ExtractBestFirst, ScalarSumsInsideAGriddedKernelAreNotPricedAsLoops) {
+  std::string text =
+      "(program m2 (dims (k 7)) (input x f32 [k])\n"
+      "  (let mean (div (sum k x) 7))\n"
+      "  (let c (sub x mean))\n"
+      "  (let var (div (sum k (mul c c)) 7))\n"
+      "  (let ln (mul c (rsqrt (add var 1e-05))))\n"
+      "  (output y [k] (mul ln (rsqrt (add (div (sum k (mul ln ln)) 7) 1e-06)))))";
+  Saturated s(text, "m2.eqf");
+  ExtractResult r = best_first(s, 4);
+  EXPECT_FALSE(r.stats.limit_hit) << r.stats.limit;
+  ASSERT_GE(r.candidates.size(), 4u);
+  EXPECT_LT(r.stats.states_expanded, 50'000u);  // 5,105 with the fix, 1,495,114 before
+  for (size_t i = 0; i < r.candidates.size(); ++i)
+    EXPECT_TRUE(compare_programs(s.u.naive, r.candidates[i].program, 4700 + i, 2).equivalent()) << i;
+}
+
 TEST(ExtractBestFirst, IsDeterministic) {
   Saturated a("examples/attention/naive.eqf"), b("examples/attention/naive.eqf");
   ExtractResult ra = best_first(a, 32), rb = best_first(b, 32);
