@@ -165,7 +165,7 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, 
     }
   }
   auto times = [&](int scope) { return scope < 0 ? e.programs : exec[size_t(scope)]; };
-  double in_flight = 0;  // bytes from DRAM one program keeps in flight in its loops
+  double in_flight = 0;  // bytes of loop tiles one program keeps in flight (L2 re-reads included)
   for (const LoadRow& ld : k.loads) {
     if (ld.dtype_bytes == 0) continue;  // an index, not a memory read
     double reads = times(ld.scope) * z.avg(ld.tile) * ld.dtype_bytes;
