@@ -510,3 +510,33 @@ def test_candidates_with_the_same_code_are_tried_once():
     assert {c.rank for c in tried(tuner)} == {1, 3}
     assert result.stats.candidates_dropped == 0
 
+
+
+def test_the_candidates_take_at_most_their_share_of_the_budget_and_neighbours_get_the_rest():
+    clock = FakeClock()
+
+    def timer(fn, rep_ms):
+        fn()
+        clock.now += 3.0  # each configuration takes 3 s of the 30 s budget
+        return (1 + dict(fn.config.blocks)["block_m0"] / 100) * 1e-6
+
+    estimates = [{"m.0": 64}] * 4
+    sources = [GOOD.replace("tl.exp(x) * 2.0", f"tl.exp(x) * {r}.0 / {r}.0 * 2.0") for r in range(2, 6)]
+    opts = make_options(block_sizes=[16, 32, 64], num_warps=[4], num_stages=[1], budget_s=30)
+    tuner = Tuner(binding(), reference, example(), candidates(*sources, blocks=estimates), opts, interpret=True,
+                  measure=True, timer=timer, clock=clock, lean=False)
+    result = tuner.run()
+    order = tried(tuner)
+    # Phase 1 stops at 40% of the budget (12 s: four configurations of 3 s
+    # start before it), then the neighbours of the fastest are explored.
+    firsts = [c for c in order if dict(c.blocks)["block_m0"] == 64]
+    assert [c.rank for c in firsts] == [1, 2, 3, 4]
+    assert result.stats.explored >= 1 and any(dict(c.blocks)["block_m0"] == 32 for c in order)
+    assert result.stats.candidates_untried == 0
+
+    clock.now = 0.0
+    many = Tuner(binding(), reference, example(),
+                 candidates(*(sources + [GOOD_2, GOOD_3]), blocks=[{"m.0": 64}] * 6), opts, interpret=True,
+                 measure=True, timer=timer, clock=clock, lean=False)
+    result = many.run()
+    assert result.stats.candidates_untried == 2 and result.stats.explored >= 1

@@ -10,9 +10,11 @@ verified.
 
 On a GPU, tuning has two phases within the budget:
 
-1. Every candidate, in static-rank order, is compiled, verified and timed once
-   at the block sizes of its own estimate (extraction's ``block_sizes``, the
-   cost model's best legal choice) with 4 warps and 2 stages. When that fails
+1. The candidates, in static-rank order, are compiled, verified and timed
+   once at the block sizes of their own estimate (extraction's
+   ``block_sizes``, the cost model's best legal choice) with 4 warps and 3
+   stages, until 40% of the budget is spent (once one has verified); the
+   candidates not reached are counted as untried. When a configuration fails
    to compile (a tile too large for the registers or shared memory), the
    candidate is retried smaller (fewer stages, then its largest block halved)
    in later rounds, after every other candidate has had its first try.
@@ -375,6 +377,14 @@ _MAX_COMPILE_FAILURES_WITHOUT_SUCCESS = 4
 # times the survivors again with more repetitions).
 _FIRST_REP_MS = 10.0
 _EXPLORE_SHARE = 0.85
+# The share of the budget after which phase 1 starts no further candidate
+# once one has verified: the rest goes to the neighbours of the fastest. The
+# top candidates of a search are often one structure in slightly different
+# forms, and compiling a configuration takes most of a second, so without a
+# cap phase 1 took the whole budget of 15 s and explored nothing (the 12-02c
+# general runs: "explored 0"), keeping the estimate's blocks, which missed
+# faster ones by up to 1.5x.
+_CANDIDATE_SHARE = 0.4
 _ETA = 3
 # How many of the fastest configurations the final successive halving starts
 # from (two rounds with eta 3).
@@ -646,6 +656,7 @@ class Tuner:
     def _run_measured(self, start: float) -> TuneResult:
         deadline = start + self.options.budget_s
         explore_end = start + self.options.budget_s * _EXPLORE_SHARE
+        candidates_end = start + self.options.budget_s * _CANDIDATE_SHARE
         by_rank = {c.rank: c for c in self.candidates}
         trials: list[Trial] = []
 
@@ -658,13 +669,17 @@ class Tuner:
         def best() -> Trial | None:
             return min(trials, key=lambda t: t.time_s) if trials else None
 
+        def no_more_candidates() -> bool:
+            return out_of_time() or (bool(trials) and self.clock() >= candidates_end)
+
         # Phase 1: every candidate at its estimate's configuration, in rank
-        # order; candidates that failed are retried smaller in later rounds.
+        # order, until the candidates' share of the budget is spent;
+        # candidates that failed are retried smaller in later rounds.
         todo: list[tuple[Candidate, Config | None]] = [(c, None) for c in self.candidates]
-        while todo and not out_of_time():
+        while todo and not no_more_candidates():
             retries = []
             for i, (cand, config) in enumerate(todo):
-                if out_of_time():
+                if no_more_candidates():
                     break
                 space = self._space(cand)
                 if space is None or (config is None and self._duplicate(cand)):
