@@ -34,7 +34,8 @@ from .runtime.progress import Progress, format_time
 from .runtime.report import Report
 from .runtime import search
 from .runtime.search import MissingPieceError, kernels_of_module, merge_kernel_info
-from .runtime.tuner import NoValidCandidate, Tuner, do_bench_timer
+from .runtime.measure import do_bench_timer
+from .runtime.tuner import NoValidCandidate, Tuner
 
 
 class InterpreterWarning(UserWarning):

@@ -125,3 +125,28 @@ def test_launch_path_timings_for_a_tiny_kernel():
     print("launch paths, seconds per call:", timings)
     # For a kernel this small the call is host-bound: the lean path must pay off.
     assert timings["lean"] < timings["triton"]
+
+
+def test_configurations_compiled_ahead_are_found_in_tritons_cache_and_run_the_same(tmp_path, monkeypatch):
+    from eqiforge.runtime import tuner as tuner_module
+    from eqiforge.runtime.tuner import Precompiler
+    from eqiforge.runtime.measure import graph_timer
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    source = module_source("tl.exp(x) * 2.0 + 0.125")  # code no other test compiles
+    module = load_module(source, interpret=False)
+    x = torch.randn(N, device="cuda")
+    config = Config(1, (("block_m0", 32),), 2, 2)
+    pre = Precompiler(2, [x])
+    pre.submit(source, config)
+    pre.wait(config)
+    pre.close()
+    compiled = list((tmp_path / "triton").rglob("*.cubin"))
+    assert compiled, "the compilation ahead wrote nothing to Triton's cache"
+    # The module proper, launched now, runs from the cache (nothing new is
+    # compiled) and computes the same.
+    (y,) = module.forward(x, **config.params())
+    assert sorted((tmp_path / "triton").rglob("*.cubin")) == sorted(compiled)
+    torch.testing.assert_close(y, torch.exp(x) * 2.0 + 0.125)
+    assert graph_timer(lambda: module.forward(x, **config.params()), 5.0) > 0
+    assert tuner_module.COMPILE_THREADS >= 0

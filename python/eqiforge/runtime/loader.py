@@ -146,6 +146,31 @@ def _interpreted(forward):
     return run
 
 
+def load_copy(source: str, directory: Path | None = None) -> types.ModuleType:
+    """A second, private instance of the GPU module load_module(source) gives:
+    the same name and file (so Triton's on-disk cache keys of its kernels are
+    the same), not registered anywhere, its kernels' in-memory caches its own.
+    The tuner compiles configurations ahead in such copies on other threads
+    and the module proper then finds them in the on-disk cache."""
+    import triton.language  # noqa: F401
+
+    digest = source_hash(source)
+    with _LOCK:
+        path = _module_file(directory, f"eqf_{digest[:24]}.py", source)
+        spec = importlib.util.spec_from_file_location(f"eqiforge_kernels_{digest[:24]}_gpu", path)
+        module = importlib.util.module_from_spec(spec)
+        saved = os.environ.get("TRITON_INTERPRET")
+        os.environ["TRITON_INTERPRET"] = "0"
+        try:
+            spec.loader.exec_module(module)
+        finally:
+            if saved is None:
+                del os.environ["TRITON_INTERPRET"]
+            else:
+                os.environ["TRITON_INTERPRET"] = saved
+    return module
+
+
 @functools.lru_cache(maxsize=None)
 def _interpreter_compat() -> None:
     """Where Triton's interpreter computes other values than the GPU, the same

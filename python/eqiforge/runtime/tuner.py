@@ -33,15 +33,18 @@ The order of everything is fixed by the candidates' ranks, so a run is
 deterministic up to the timings. Without a GPU (Triton's interpreter),
 nothing is timed: the first candidate in static-rank order that verifies wins.
 
-Timing is GPU time (do_bench, L2 flushed between runs): it ranks kernels.
+Timing is GPU time (measure.graph_timer: a CUDA graph replay, L2 flushed
+before each): it ranks kernels.
 What launching costs on the host is the launch path's business (the lean path,
 CUDA graphs) and shows in the report's per-call times.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import math
+import os
 import re
 import time
 import types
@@ -52,7 +55,8 @@ import torch
 
 from ..options import TOLERANCE, Options
 from .launch import Binding, make_runner
-from .loader import load_module
+from .loader import kernels_of, load_copy, load_module
+from .measure import graph_timer
 from .search import Candidate, MissingPieceError, ensure_source
 from .verify import Verdict, compare, fresh_args
 
@@ -270,13 +274,6 @@ def successive_halving(
     return alive[0], latest, rounds
 
 
-def do_bench_timer(fn: Callable[[], Any], rep_ms: float) -> float:
-    """Seconds per call of fn on the GPU (median), by triton.testing.do_bench."""
-    from triton.testing import do_bench
-
-    return do_bench(fn, warmup=max(1, int(rep_ms // 4)), rep=max(1, int(rep_ms)), return_mode="median") * 1e-3
-
-
 # ---- the tuner -----------------------------------------------------------------------
 
 
@@ -409,6 +406,64 @@ def code_signature(source: str) -> str:
     return "\n".join(lines)
 
 
+# Threads that compile configurations ahead of the tuner (0: none). Compiling
+# a configuration takes 0.3-1.5 s (Triton's compiler and ptxas, which release
+# the GIL), timing it a few ms: the tuner's budget went to compiling, 9-16
+# configurations in 15 s.
+COMPILE_THREADS = max(0, min(8, (os.cpu_count() or 1) - 1))
+
+
+class _WarmupOnly:
+    """A kernel whose launches only compile it (Triton's warmup)."""
+
+    def __init__(self, jit):
+        self.jit = jit
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.jit.run(*args, grid=grid, warmup=True, **kwargs)
+
+
+def _compile_only(source: str, module_dir, inputs: list[torch.Tensor], params: dict) -> None:
+    """Runs forward in a private copy of the module with every launch replaced
+    by a compilation: the kernels land in Triton's on-disk cache, where the
+    module proper finds them."""
+    module = load_copy(source, module_dir)
+    for name, jit in kernels_of(module).items():
+        setattr(module, name, _WarmupOnly(jit))
+    with torch.no_grad(), torch.cuda.device(inputs[0].device):
+        module.forward(*inputs, **params)
+
+
+class Precompiler:
+    """Compiles configurations ahead on `threads` threads, in the order given.
+    A configuration is compiled at most once; `wait` blocks until one handed
+    in is done (its failures are left for the tuner's own run to report)."""
+
+    def __init__(self, threads: int, inputs: list[torch.Tensor], module_dir=None):
+        usable = threads > 0 and bool(inputs) and all(t.is_cuda for t in inputs)
+        self.pool = concurrent.futures.ThreadPoolExecutor(threads, "eqiforge-compile") if usable else None
+        self.inputs, self.module_dir = inputs, module_dir
+        self.futures: dict[Config, concurrent.futures.Future] = {}
+
+    def submit(self, source: str | None, config: Config) -> None:
+        if self.pool is None or source is None or config in self.futures:
+            return
+        self.futures[config] = self.pool.submit(_compile_only, source, self.module_dir, self.inputs,
+                                                config.params())
+
+    def wait(self, config: Config | None) -> None:
+        future = self.futures.get(config) if config is not None else None
+        if future is not None:
+            try:
+                future.result()
+            except Exception:  # noqa: BLE001 -- the tuner's own compilation reports it
+                pass
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+
+
 class Tuner:
     def __init__(
         self,
@@ -432,7 +487,7 @@ class Tuner:
         # Timing needs a GPU; tests time interpreted modules with a fake timer.
         self.measured = (not interpret) if measure is None else measure
         self.progress = progress
-        self.timer = timer if timer is not None else do_bench_timer
+        self.timer = timer if timer is not None else graph_timer
         self.clock, self.source_of, self.module_dir, self.lean = clock, source_of, module_dir, lean
         self.stats = TuneStats(candidates=len(candidates))
         # One set of fresh random inputs for verification and timing.
@@ -457,6 +512,8 @@ class Tuner:
         self._last_failure: str | None = None
         self._last_out_of_resources = False
         self._signatures: dict[str, int] = {}  # code signature -> rank of its first candidate
+        self.precompiler = Precompiler(COMPILE_THREADS if self.measured and not interpret else 0, self.inputs,
+                                       module_dir)
 
     def _duplicate(self, cand: Candidate) -> bool:
         """Whether cand's module runs the same code as an earlier candidate's
@@ -514,6 +571,7 @@ class Tuner:
             self._tried.add(config)
         self.stats.configs_tried += 1
         self._last_failure, self._last_out_of_resources = None, False
+        self.precompiler.wait(config)
         params = config.params() if config is not None else {}
         label = config.describe() if config is not None else f"candidate {cand.rank} (default launch parameters)"
         try:
@@ -610,6 +668,7 @@ class Tuner:
                 return self._run_static()
             return self._run_measured(start)
         finally:
+            self.precompiler.close()
             self._count_candidates()
             self.stats.seconds = self.clock() - start
 
@@ -676,6 +735,7 @@ class Tuner:
         # order, until the candidates' share of the budget is spent;
         # candidates that failed are retried smaller in later rounds.
         todo: list[tuple[Candidate, Config | None]] = [(c, None) for c in self.candidates]
+        self._prefetch_starts()
         while todo and not no_more_candidates():
             retries = []
             for i, (cand, config) in enumerate(todo):
@@ -724,6 +784,9 @@ class Tuner:
                         break
             if not fresh:
                 break
+            for c in fresh:
+                if not self._dominated(c):
+                    self.precompiler.submit(self.sources.get(c.rank), c)
             new = []
             for j, c in enumerate(fresh):
                 if out_of_time():
@@ -759,6 +822,25 @@ class Tuner:
         )
         self.stats.rounds = rounds
         return TuneResult(index[best_key], self.stats, trials)
+
+    def _prefetch_starts(self) -> None:
+        """Hands every candidate's start configuration to the precompiler, in
+        rank order (candidates whose module does not load are left to phase 1)."""
+        if self.precompiler.pool is None:
+            return
+        signatures = set()
+        for cand in self.candidates:
+            try:
+                space = self._space(cand)
+            except MissingPieceError:
+                return
+            if space is not None:
+                signature = code_signature(self.sources[cand.rank])
+                if signature in signatures:
+                    continue  # phase 1 skips it as a duplicate
+                signatures.add(signature)
+                config = start_config(cand, dict(getattr(self.modules[cand.rank], "BLOCK_PARAMS", {})), space)
+                self.precompiler.submit(self.sources.get(cand.rank), config)
 
     def _progress(self, stage: str, left: int | None, best: Trial | None = None) -> None:
         if self.progress is None:
