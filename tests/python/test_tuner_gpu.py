@@ -149,4 +149,4 @@ def test_configurations_compiled_ahead_are_found_in_tritons_cache_and_run_the_sa
     assert sorted((tmp_path / "triton").rglob("*.cubin")) == sorted(compiled)
     torch.testing.assert_close(y, torch.exp(x) * 2.0 + 0.125)
     assert graph_timer(lambda: module.forward(x, **config.params()), 5.0) > 0
-    assert tuner_module.COMPILE_THREADS >= 0
+    assert 0 <= tuner_module.COMPILE_THREADS <= 16

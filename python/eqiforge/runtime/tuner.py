@@ -406,11 +406,21 @@ def code_signature(source: str) -> str:
     return "\n".join(lines)
 
 
-# Threads that compile configurations ahead of the tuner (0: none). Compiling
-# a configuration takes 0.3-1.5 s (Triton's compiler and ptxas, which release
-# the GIL), timing it a few ms: the tuner's budget went to compiling, 9-16
-# configurations in 15 s.
-COMPILE_THREADS = max(0, min(8, (os.cpu_count() or 1) - 1))
+# Threads that compile configurations ahead of the tuner (0: none; the
+# environment variable EQIFORGE_COMPILE_THREADS sets it). Compiling a
+# configuration takes 0.3-1.5 s (Triton's compiler and ptxas; triton 3.9
+# compiles two sm_90 kernels on two threads in 0.59x the time of one after
+# the other), timing it a few ms: the tuner's budget of 15 s went to
+# compiling 9-16 configurations. Off by default until it has been measured
+# on the GPU machine's triton 3.6.
+def _compile_threads() -> int:
+    try:
+        return max(0, min(16, int(os.environ.get("EQIFORGE_COMPILE_THREADS", "0"))))
+    except ValueError:
+        return 0
+
+
+COMPILE_THREADS = _compile_threads()
 
 
 class _WarmupOnly:
