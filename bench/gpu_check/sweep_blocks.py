@@ -9,8 +9,10 @@ configuration of block sizes (powers of two from 16 to 256 for every axis
 whose estimate block is at least 16, the estimate's own value otherwise),
 4 warps, 3 or 5 stages, as far as a time limit per case allows, in an order
 that starts around the estimate. Each configuration is run once, checked
-against eager (relative L2 error at most 1e-2) and timed with
-triton.testing.do_bench (L2 cleared between repetitions). The JSON holds
+against eager (relative L2 error at most 1e-2) and timed by the tuner's
+graph_timer (GPU time of a CUDA graph replay, L2 flushed before each; the
+h200-2026-12-02d sweep ran before this and timed do_bench on the Python
+forward, host time included). The JSON holds
 every configuration's time or failure, the estimate's blocks and the
 candidate's program text.
 """
@@ -20,25 +22,21 @@ import sys
 import time
 
 import torch
-import triton
 
 sys.path.insert(0, ".")
+from bench.run import rel_l2  # noqa: E402
 from bench.workloads import Case, GENERAL, make_inputs  # noqa: E402
 from eqiforge.frontend import to_ir  # noqa: E402
 from eqiforge.options import make_options  # noqa: E402
 from eqiforge.runtime import search  # noqa: E402
 from eqiforge.runtime.launch import Binding  # noqa: E402
 from eqiforge.runtime.loader import load_module  # noqa: E402
+from eqiforge.runtime.measure import graph_timer  # noqa: E402
 
 # On a machine without a GPU (a check of the script), Triton's interpreter runs
 # the configurations and nothing is timed.
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 LIMIT_S = float(__import__("os").environ.get("SWEEP_CASE_S", "60"))
-
-
-def rel_l2(a, b):
-    a, b = a.double(), b.double()
-    return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 
 def sweep(case_id):
@@ -78,7 +76,7 @@ def sweep(case_id):
                 err = rel_l2(out[0].reshape(ref.shape), ref)
                 row["error"] = err
                 if err <= 1e-2:
-                    row["us"] = 1e3 * triton.testing.do_bench(lambda: module.forward(*inputs, **p), warmup=5, rep=20)
+                    row["us"] = 1e6 * graph_timer(lambda: module.forward(*inputs, **p), 20.0)
             except Exception as e:  # noqa: BLE001 -- a configuration that fails is recorded
                 row["failed"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}" if str(e) else type(e).__name__
             rows.append(row)

@@ -157,17 +157,26 @@ def load_copy(source: str, directory: Path | None = None) -> types.ModuleType:
     digest = source_hash(source)
     with _LOCK:
         path = _module_file(directory, f"eqf_{digest[:24]}.py", source)
-        spec = importlib.util.spec_from_file_location(f"eqiforge_kernels_{digest[:24]}_gpu", path)
-        module = importlib.util.module_from_spec(spec)
-        saved = os.environ.get("TRITON_INTERPRET")
-        os.environ["TRITON_INTERPRET"] = "0"
-        try:
-            spec.loader.exec_module(module)
-        finally:
-            if saved is None:
-                del os.environ["TRITON_INTERPRET"]
-            else:
-                os.environ["TRITON_INTERPRET"] = saved
+        return _exec_module(f"eqiforge_kernels_{digest[:24]}_gpu", path, False, register=False)
+
+
+def _exec_module(name: str, path: Path, interpret: bool, register: bool) -> types.ModuleType:
+    """Executes the module file at `path` as `name` with Triton's decorators
+    built for the interpreter or the GPU; `register`: in sys.modules (before
+    it runs, as imports do)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    saved = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
+    try:
+        if register:
+            sys.modules[name] = module
+        spec.loader.exec_module(module)
+    finally:
+        if saved is None:
+            del os.environ["TRITON_INTERPRET"]
+        else:
+            os.environ["TRITON_INTERPRET"] = saved
     return module
 
 
@@ -201,21 +210,11 @@ def load_module(source: str, interpret: bool, directory: Path | None = None) -> 
             return loaded
         path = _module_file(directory, f"eqf_{digest[:24]}.py", source)
         name = f"eqiforge_kernels_{digest[:24]}_{'interp' if interpret else 'gpu'}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        saved = os.environ.get("TRITON_INTERPRET")
-        os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
         try:
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
+            module = _exec_module(name, path, interpret, register=True)
         except BaseException:
             sys.modules.pop(name, None)
             raise
-        finally:
-            if saved is None:
-                del os.environ["TRITON_INTERPRET"]
-            else:
-                os.environ["TRITON_INTERPRET"] = saved
         kernels = kernels_of(module)
         wrong = [n for n, k in kernels.items() if is_interpreted(k) != interpret]
         if wrong:
