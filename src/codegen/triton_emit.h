@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "codegen/py_names.h"
@@ -64,18 +65,26 @@ struct StmtBlock {
 
 // Names shared by a module: its kernels' parameter names for buffers, dims
 // and axes (the host function uses the same ones on the launching side).
-struct ModuleNames {
+// Every name comes from one table, so two different dims or axes never share
+// one: dims k1 and k give TILE_K1 for all of k1 and, for a block of k.1,
+// TILE_K1_2 (whichever is asked for second gets the suffix).
+class ModuleNames {
+ public:
   std::vector<std::string> buffer;  // Python name of each buffer (host variable)
   std::string ptr(int b) const { return buffer[size_t(b)] + "_ptr"; }
-  std::string stride(int b, Symbol d) const {
-    return "stride_" + buffer[size_t(b)] + "_" + py_ident(d.str());
-  }
-  static std::string extent(Symbol d) { return py_upper(d.str()); }
-  static std::string block(Axis a) { return "BLOCK_" + py_upper(a.name()); }
-  static std::string count(Axis a) { return "n_" + py_ident(a.name()); }  // host: coordinates of a
-  static std::string block_param(Axis a) { return "block_" + py_ident(a.name()); }
+  const std::string& stride(int b, Symbol d) const;
+  const std::string& extent(Symbol d) const;
+  const std::string& block(Axis a) const;
+  const std::string& count(Axis a) const;        // host: coordinates of a
+  const std::string& block_param(Axis a) const;  // the tuner's keyword for a's block
   // TILE_K for the whole dim k, TILE_K0 for a block of k.0, ...
-  static std::string tile(const DimView& v);
+  const std::string& tile(const DimView& v) const;
+
+ private:
+  enum class Kind : uint8_t { Stride, Extent, Block, Count, BlockParam, Tile };
+  const std::string& named(Kind kind, uint32_t a, uint32_t b, const std::string& hint) const;
+  mutable std::map<std::tuple<Kind, uint32_t, uint32_t>, std::string> names_;
+  mutable NameTable table_;
 };
 
 // A kernel's signature, as found while emitting its body.

@@ -85,12 +85,12 @@ KernelEmitter::KernelEmitter(const Program& p, const LoweredProgram& lp, int ker
     for (Symbol d : lp.buffers[b].layout) locals_.claim(names.stride(int(b), d));
   }
   for (const DimInfo& d : p.dims.all()) {
-    locals_.claim(ModuleNames::extent(d.name));
-    locals_.claim(ModuleNames::tile(DimView{d.name, 0, false}));
+    locals_.claim(names_.extent(d.name));
+    locals_.claim(names_.tile(DimView{d.name, 0, false}));
   }
   for (Axis a : lp.axes) {
-    locals_.claim(ModuleNames::block(a));
-    locals_.claim(ModuleNames::tile(DimView{a.dim, a.level + 1, false}));
+    locals_.claim(names_.block(a));
+    locals_.claim(names_.tile(DimView{a.dim, a.level + 1, false}));
   }
   locals_.claim("INPUT_PRECISION");
 
@@ -157,12 +157,12 @@ std::string KernelEmitter::stride(int b, Symbol d) {
 
 std::string KernelEmitter::extent(Symbol d) {
   sig_.extents.insert(d);
-  return ModuleNames::extent(d);
+  return names_.extent(d);
 }
 
 std::string KernelEmitter::tile(const DimView& v) {
   sig_.tiles.emplace(std::make_pair(v.dim.raw(), v.depth), false);
-  return ModuleNames::tile(v);
+  return names_.tile(v);
 }
 
 void KernelEmitter::dot_dim(const DimView& v) { sig_.tiles[std::make_pair(v.dim.raw(), v.depth)] = true; }
@@ -184,7 +184,7 @@ std::vector<int> KernelEmitter::chain() const {
 }
 
 KernelEmitter::Coord KernelEmitter::coord(Axis a) const {
-  std::string block = lp_.unit_axes.count(a) ? "1" : ModuleNames::block(a);
+  std::string block = lp_.unit_axes.count(a) ? "1" : names_.block(a);
   for (int s : chain())
     if (s >= 0 && kernel_.loops[size_t(s)].axis == a) return Coord{loop_vars_.at(s), block};
   if (auto it = pids_.find(a); it != pids_.end()) return Coord{it->second, block};
@@ -519,12 +519,12 @@ void KernelEmitter::emit_loop(int li, int scope) {
   loop_vars_[li] = var;
   Axis a = loop.axis;
   std::string count;
-  std::string step = lp_.unit_axes.count(a) ? "1" : ModuleNames::block(a);
+  std::string step = lp_.unit_axes.count(a) ? "1" : names_.block(a);
   if (a.level == 0) {
     count = step == "1" ? extent(a.dim) : "tl.cdiv(" + extent(a.dim) + ", " + step + ")";
   } else {
     Axis outer{a.dim, uint8_t(a.level - 1)};
-    std::string outer_block = lp_.unit_axes.count(outer) ? "1" : ModuleNames::block(outer);
+    std::string outer_block = lp_.unit_axes.count(outer) ? "1" : names_.block(outer);
     count = step == "1" ? outer_block : "tl.cdiv(" + outer_block + ", " + step + ")";
   }
   if (step != "1") sig_.blocks.insert(a);
@@ -701,15 +701,15 @@ void KernelEmitter::write(CodeWriter& w) {
   }
   std::vector<std::string> ext;
   for (const DimInfo& d : p_.dims.all())
-    if (sig_.extents.count(d.name)) ext.push_back(ModuleNames::extent(d.name));
+    if (sig_.extents.count(d.name)) ext.push_back(names_.extent(d.name));
   for (const std::string& l : wrap(ext)) lines.push_back(l);
   std::vector<std::string> cx;
   for (Axis a : lp_.axes)
-    if (sig_.blocks.count(a)) cx.push_back(ModuleNames::block(a) + ": tl.constexpr");
+    if (sig_.blocks.count(a)) cx.push_back(names_.block(a) + ": tl.constexpr");
   std::vector<std::pair<std::pair<int, int>, std::string>> tiles;
   for (const auto& [key, dot] : sig_.tiles) {
     Symbol d = Symbol::from_raw(key.first);
-    tiles.push_back({{p_.dims.order(d), key.second}, ModuleNames::tile(DimView{d, key.second, false})});
+    tiles.push_back({{p_.dims.order(d), key.second}, names_.tile(DimView{d, key.second, false})});
   }
   std::sort(tiles.begin(), tiles.end());
   for (const auto& [order, name] : tiles) cx.push_back(name + ": tl.constexpr");

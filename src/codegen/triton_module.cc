@@ -58,7 +58,7 @@ class ModuleWriter {
       module_.claim(n);
     for (const DimInfo& d : p_.dims.all()) {
       if (d.collected_from) continue;
-      std::string e = ModuleNames::extent(d.name);
+      std::string e = names_.extent(d.name);
       if (!module_.claim(e))
         throw Error(p_.file, {},
                     "codegen: dim " + std::string(d.name.str()) + " has the Python name " + e +
@@ -71,8 +71,8 @@ class ModuleWriter {
     host_ = module_;
     for (const char* n : {"num_warps", "num_stages", "input_precision"}) host_.claim(n);
     for (Axis a : lp_.axes) {
-      host_.claim(ModuleNames::block_param(a));
-      host_.claim(ModuleNames::count(a));
+      host_.claim(names_.block_param(a));
+      host_.claim(names_.count(a));
     }
     for (const Buffer& b : lp_.buffers) names_.buffer.push_back(host_.fresh(b.name));
   }
@@ -81,11 +81,11 @@ class ModuleWriter {
   // of coordinates of the collected axis).
   std::string extent_value(Symbol d) const {
     const DimInfo* info = p_.dims.find(d);
-    if (info && info->collected_from) return ModuleNames::count(*info->collected_from);
-    return ModuleNames::extent(d);
+    if (info && info->collected_from) return names_.count(*info->collected_from);
+    return names_.extent(d);
   }
   // The host expression of an axis's block size.
-  std::string block_value(Axis a) const { return lp_.unit_axes.count(a) ? "1" : ModuleNames::block_param(a); }
+  std::string block_value(Axis a) const { return lp_.unit_axes.count(a) ? "1" : names_.block_param(a); }
   // What an axis splits: its dim's extent at level 0, else the outer block.
   std::string split_value(Axis a) const {
     return a.level == 0 ? extent_value(a.dim) : block_value(Axis{a.dim, uint8_t(a.level - 1)});
@@ -114,14 +114,14 @@ class ModuleWriter {
     w_.line("OUTPUTS = " + tuple_text(outs));
     w_.comment("Extents of the program's dims.");
     for (const DimInfo& d : p_.dims.all())
-      if (!d.collected_from) w_.line(ModuleNames::extent(d.name) + " = " + std::to_string(d.extent));
+      if (!d.collected_from) w_.line(names_.extent(d.name) + " = " + std::to_string(d.extent));
     w_.comment("forward's keyword argument for the block size of each parallel axis.");
     std::vector<std::string> params, units;
     for (Axis a : lp_.axes) {
       if (lp_.unit_axes.count(a))
         units.push_back(quote(a.name()));
       else
-        params.push_back(quote(a.name()) + ": " + quote(ModuleNames::block_param(a)));
+        params.push_back(quote(a.name()) + ": " + quote(names_.block_param(a)));
     }
     w_.line("BLOCK_PARAMS = {" + join(params, ", ") + "}");
     w_.comment("Axes whose block size is fixed to 1: the dim they split is squeezed out of the tiles.");
@@ -172,7 +172,7 @@ class ModuleWriter {
     for (size_t i = 0; i < p_.inputs().size(); ++i) params.push_back(names_.buffer[i]);
     params.push_back("*");
     for (Axis a : lp_.axes)
-      if (!lp_.unit_axes.count(a)) params.push_back(ModuleNames::block_param(a) + "=None");
+      if (!lp_.unit_axes.count(a)) params.push_back(names_.block_param(a) + "=None");
     params.push_back("num_warps=4");
     params.push_back("num_stages=2");
     params.push_back("input_precision=\"ieee\"");
@@ -214,7 +214,7 @@ class ModuleWriter {
     }
     for (Axis a : lp_.axes) {
       if (lp_.unit_axes.count(a)) continue;
-      std::string prm = ModuleNames::block_param(a);
+      std::string prm = names_.block_param(a);
       std::string fallback =
           a.level == 0 ? "_default_block(" + split_value(a) + ")" : "max(1, " + split_value(a) + " // 2)";
       w_.line(prm + " = " + fallback + " if " + prm + " is None else " + prm);
@@ -222,7 +222,7 @@ class ModuleWriter {
     if (!lp_.axes.empty()) w_.comment("Number of blocks (coordinates) of each axis.");
     for (Axis a : lp_.axes) {
       std::string block = block_value(a);
-      w_.line(ModuleNames::count(a) + " = " +
+      w_.line(names_.count(a) + " = " +
               (block == "1" ? split_value(a) : "triton.cdiv(" + split_value(a) + ", " + block + ")"));
     }
     if (!p_.inputs().empty())
@@ -243,7 +243,7 @@ class ModuleWriter {
 
   void launch(const Kernel& k, const KernelSignature& sig) {
     std::vector<std::string> grid;
-    for (Axis a : k.grid) grid.push_back(ModuleNames::count(a));
+    for (Axis a : k.grid) grid.push_back(names_.count(a));
     if (grid.empty()) grid.push_back("1");
     std::vector<std::string> loops;
     for (const Loop& l : k.loops) loops.push_back(l.axis.name());
@@ -277,7 +277,7 @@ class ModuleWriter {
     if (!ext.empty()) w_.line(join(ext, ", ") + ",");
     std::vector<std::string> kw;
     for (Axis a : lp_.axes)
-      if (sig.blocks.count(a)) kw.push_back(ModuleNames::block(a) + "=" + ModuleNames::block_param(a));
+      if (sig.blocks.count(a)) kw.push_back(names_.block(a) + "=" + names_.block_param(a));
     std::vector<std::pair<std::pair<int, int>, std::string>> tiles;
     for (const auto& [key, dot] : sig.tiles) {
       Symbol d = Symbol::from_raw(key.first);
@@ -286,7 +286,7 @@ class ModuleWriter {
       std::string pow2 = "triton.next_power_of_2(" + size + ")";
       tiles.push_back(
           {{p_.dims.order(d), depth},
-           ModuleNames::tile(DimView{d, depth, false}) + "=" + (dot ? "max(16, " + pow2 + ")" : pow2)});
+           names_.tile(DimView{d, depth, false}) + "=" + (dot ? "max(16, " + pow2 + ")" : pow2)});
     }
     std::sort(tiles.begin(), tiles.end());
     for (const auto& [order, text] : tiles) kw.push_back(text);

@@ -31,9 +31,28 @@ DType arith_dtype(std::span<const Value* const> values) {
 
 }  // namespace
 
-std::string ModuleNames::tile(const DimView& v) {
-  if (v.depth == 0) return "TILE_" + py_upper(v.dim.str());
-  return "TILE_" + py_upper(Axis{v.dim, uint8_t(v.depth - 1)}.name());
+const std::string& ModuleNames::named(Kind kind, uint32_t a, uint32_t b, const std::string& hint) const {
+  auto [it, fresh] = names_.try_emplace({kind, a, b});
+  if (fresh) it->second = table_.fresh(hint);
+  return it->second;
+}
+
+const std::string& ModuleNames::stride(int b, Symbol d) const {
+  return named(Kind::Stride, uint32_t(b), d.raw(), "stride_" + buffer[size_t(b)] + "_" + py_ident(d.str()));
+}
+const std::string& ModuleNames::extent(Symbol d) const { return named(Kind::Extent, d.raw(), 0, py_upper(d.str())); }
+const std::string& ModuleNames::block(Axis a) const {
+  return named(Kind::Block, a.dim.raw(), a.level, "BLOCK_" + py_upper(a.name()));
+}
+const std::string& ModuleNames::count(Axis a) const {
+  return named(Kind::Count, a.dim.raw(), a.level, "n_" + py_ident(a.name()));
+}
+const std::string& ModuleNames::block_param(Axis a) const {
+  return named(Kind::BlockParam, a.dim.raw(), a.level, "block_" + py_ident(a.name()));
+}
+const std::string& ModuleNames::tile(const DimView& v) const {
+  std::string hint = v.depth == 0 ? py_upper(v.dim.str()) : py_upper(Axis{v.dim, uint8_t(v.depth - 1)}.name());
+  return named(Kind::Tile, v.dim.raw(), uint32_t(v.depth), "TILE_" + hint);
 }
 
 std::string dtype_triton(DType t) {

@@ -172,6 +172,24 @@ def test_a_tile_against_its_buffers_layout_is_loaded_in_the_layout_and_fed_to_do
     assert_close(trials, check.TOLERANCE_HALF)
 
 
+def test_a_dim_named_like_another_dims_inner_axis_gets_its_own_tile_name(modules):
+    # Dim k1 (whole) and axis k.1 (a block of a block of k) both made
+    # TILE_K1, and the kernel repeated a parameter: a SyntaxError the tuner
+    # reported for LoRA candidates (rank 16 adapter dim k1, split K).
+    text = """(program lora (dims (k 64) (n 32) (k1 16))
+  (input x f16 [k]) (input w f16 [k n]) (input a f16 [k k1]) (input b f16 [k1 n])
+  (let t0 (partition k.1 k (partition k.0 k (replicate n.0 x))))
+  (let t1 (preduce k.0 (+ +) (preduce k.1 (+ +) (tuple
+      (tile_matmul k t0 (partition k.1 k (partition k.0 k (partition n.0 n w))))
+      (tile_matmul k t0 (partition k.1 k (partition k.0 k (replicate n.0 a))))))))
+  (output out [n] (combine n.0 n (add (proj 0 t1) (tile_matmul k1 (proj 1 t1) (partition n.0 n b))))))"""
+    module = modules(text)
+    source = Path(module.__file__).read_text()
+    assert "TILE_K1: tl.constexpr" in source and "TILE_K1_2: tl.constexpr" in source, source
+    trials = check.check_program(text, seed=6, trials=3, blocks={"k.0": 32, "k.1": 8, "n.0": 16}, module=module)
+    assert_close(trials, check.TOLERANCE_HALF)
+
+
 POINTWISE = {
     "add": "(add xt 0.5)", "sub": "(sub 0.5 xt)", "mul": "(mul xt xt)", "div": "(div xt 1.5)",
     "max2": "(max2 xt 0.1)", "min2": "(min2 xt 0.1)", "neg": "(neg xt)", "exp": "(exp xt)",
