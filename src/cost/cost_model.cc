@@ -129,6 +129,9 @@ double dram_efficiency(double run) {
   return std::max(0.25, 0.6 * run / 32);
 }
 
+// The pipelining depth at which Target::loop_iteration_s was measured.
+constexpr double kLatencyDepth = 2;
+
 // `exec`, `depth`: scratch for the loops' execution counts and pipelining
 // depths (the minimizer reuses them).
 KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, std::vector<double>& exec,
@@ -239,8 +242,13 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, 
   // moves, an iteration costs at least loop_iteration_s. Programs resident
   // together on an SM overlap their iterations; more programs than fit run
   // in waves.
+  // Deeper pipelining overlaps more of each wait: an iteration of a loop
+  // that keeps `depth` tiles in flight costs loop_iteration_s scaled by the
+  // depth at which it was measured (two, at three stages) over its own
+  // (bench/results/h200-2026-12-02e: a sweep of rmsnorm_swiglu_ffn b16, 128
+  // iterations of 64-wide tiles at 5 stages in about 36 us).
   double iterations = 0;
-  for (double x : exec) iterations += x;
+  for (size_t i = 0; i < exec.size(); ++i) iterations += exec[i] * std::min(1.0, kLatencyDepth / depth[i]);
   iterations /= e.programs;
   double waves = std::ceil(e.programs / (double(t.sms) * t.programs_per_sm));
   e.latency_s = waves * iterations * t.loop_iteration_s;
@@ -423,6 +431,7 @@ ProgramEstimate report(const ProgramSummary& s, const LoweredProgram& lp, const 
   z.compute(s, choice);
   ProgramEstimate out;
   out.feasible = true;
+  out.stages = t.pipeline_stages;
   for (size_t i = 0; i < s.axes.size(); ++i) out.blocks[s.axes[i].axis] = int64_t(z.block[i]);
   for (size_t ki = 0; ki < s.kernels.size(); ++ki) {
     const KernelSummary& k = s.kernels[ki];
@@ -503,6 +512,22 @@ ProgramEstimate CostModel::evaluate(const Program& p, const LoweredProgram& lowe
   ProgramEstimate out = report(s, lowered, choice, target_);
   out.combos_tried = 1;
   return out;
+}
+
+ProgramEstimate CostModel::best_stages(const Program& p, const LoweredProgram& lowered,
+                                       const ProgramEstimate& at_default) const {
+  ProgramEstimate best = at_default;
+  for (int stages : target_.stage_choices) {
+    if (stages == target_.pipeline_stages) continue;
+    Target t = target_;
+    t.pipeline_stages = stages;
+    ProgramEstimate e = CostModel(std::move(t)).estimate(p, lowered);
+    // Strictly faster only: among equal bounds the target's own count wins
+    // (fewer stages where more buy nothing spend less shared memory).
+    if (e.feasible && (!best.feasible || e.seconds < best.seconds)) best = std::move(e);
+  }
+  best.combos_tried = at_default.combos_tried;
+  return best;
 }
 
 }  // namespace eqf

@@ -58,7 +58,7 @@ Target parse_target(std::string_view json_text, const std::string& file) {
       "name",           "description",     "sources",         "sms",
       "dram_GBps",      "kernel_GBps",     "sm_GBps",         "stream_half_MiB",         "mma_TFLOPs",      "fp32_TFLOPs",
       "launch_us",      "l2_MiB",          "l2_GBps",          "smem_per_program_KiB", "registers_per_program_KiB",
-      "pipeline_stages", "loop_iteration_us", "programs_per_sm", "min_dot",        "max_tile_elements", "measurements"};
+      "pipeline_stages", "pipeline_stage_choices", "loop_iteration_us", "programs_per_sm", "min_dot",        "max_tile_elements", "measurements"};
   for (const auto& [key, value] : root.object)
     if (!known.count(key))
       throw Error(file, value.loc, "unknown field \"" + key + "\" in a target profile");
@@ -84,6 +84,20 @@ Target parse_target(std::string_view json_text, const std::string& file) {
   t.smem_bytes_per_program = int64_t(number(root, "smem_per_program_KiB", file, 1, false) * 1024);
   t.register_bytes_per_program = int64_t(number(root, "registers_per_program_KiB", file, 1, false) * 1024);
   t.pipeline_stages = int(number(root, "pipeline_stages", file, 1, true));
+  // Optional: the stages a launch may use, of which the estimate of a ranked
+  // candidate takes the best (CostModel::best_stages); default just
+  // pipeline_stages.
+  t.stage_choices = {t.pipeline_stages};
+  if (const json::Value* v = root.find("pipeline_stage_choices")) {
+    if (v->kind != json::Value::Kind::Array || v->array.empty())
+      throw Error(file, v->loc, "\"pipeline_stage_choices\" must be a non-empty array of stage counts");
+    t.stage_choices.clear();
+    for (const json::Value& s : v->array) {
+      if (s.kind != json::Value::Kind::Number || s.number < 1 || s.number > 16 || s.number != std::floor(s.number))
+        throw Error(file, s.loc, "\"pipeline_stage_choices\" holds whole numbers from 1 to 16");
+      t.stage_choices.push_back(int(s.number));
+    }
+  }
   // Optional: a profile without them has no latency term.
   t.loop_iteration_s = root.find("loop_iteration_us") ? number(root, "loop_iteration_us", file, 0, false) * 1e-6 : 0;
   t.programs_per_sm = root.find("programs_per_sm") ? number(root, "programs_per_sm", file, 1, false) : 1;

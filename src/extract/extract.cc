@@ -422,6 +422,16 @@ class Enumerator {
     ranked.reserve(order.size());
     for (uint32_t i : order) ranked.push_back(std::move(cs[i]));
     cs = std::move(ranked);
+    // The best stage count of each leading candidate. Its estimate can only
+    // fall (the target's own count is among the choices), so the leaders
+    // stay ahead of the rest; among themselves they are ranked again.
+    const size_t top = std::min(cs.size(), opt_.stage_refine_top);
+    if (top == 0 || opt_.cost->target().stage_choices.size() < 2) return;
+    for (size_t i = 0; i < top; ++i) cs[i].estimate = opt_.cost->best_stages(cs[i].program, cs[i].lowered, *cs[i].estimate);
+    std::stable_sort(cs.begin(), cs.begin() + std::ptrdiff_t(top), [](const Candidate& a, const Candidate& b) {
+      if (a.estimate->seconds != b.estimate->seconds) return a.estimate->seconds < b.estimate->seconds;
+      return a.key < b.key;
+    });
   }
 
   const EGraph& g_;

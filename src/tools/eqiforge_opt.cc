@@ -108,6 +108,24 @@ const std::vector<Verb>& verb_table() {
              .value_name = "AXES",
              .help = "axes fixed to block size 1, e.g. h.0,g.0, or none (default: batch dims of tile_matmul)"}}),
        .run = verb_emit},
+      {.name = "estimate",
+       .operands = "FILE",
+       .num_operands = 1,
+       .summary = "the cost model's bound of a tiled program, at its best block sizes or at given ones",
+       .details = "Lowers FILE (a tiled program, e.g. a candidate printed by `extract --programs`) to kernels\n"
+                  "and prints the optimistic bound for --target (default h200): minimized over power-of-two\n"
+                  "block sizes and the target's pipeline_stage_choices, or at the sizes --block gives (then\n"
+                  "every non-unit axis needs one) and the target's pipeline_stages. --stages N evaluates at N\n"
+                  "pipeline stages. --json prints {\"estimated_us\", \"feasible\", \"block_sizes\", \"num_stages\",\n"
+                  "\"kernels\": [...]} with each kernel's memory, mma, fp and latency terms.",
+       .options = {{.name = "--block",
+                    .value_name = "AXIS=N",
+                    .help = "block size of a parallel axis, e.g. --block k.0=64",
+                    .repeatable = true},
+                   {.name = "--stages", .value_name = "N", .help = "pipeline stages (default: the target's)"},
+                   {.name = "--target", .value_name = "NAME", .help = "hardware profile (default h200)"},
+                   {.name = "--json", .value_name = "", .help = "print one JSON object"}},
+       .run = verb_estimate},
       {.name = "extract",
        .operands = "FILE",
        .num_operands = 1,

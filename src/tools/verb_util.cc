@@ -1,5 +1,6 @@
 #include "tools/verb_util.h"
 
+#include <cmath>
 #include <cstdio>
 
 #include <algorithm>
@@ -13,6 +14,30 @@
 #include "eqiforge/rules/library.h"
 
 namespace eqf::cli {
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// --block AXIS=N, repeatable.
+BlockSizes parse_blocks(const Args& args) {
+  BlockSizes blocks;
+  for (const std::string& item : args.values("--block")) {
+    size_t eq = item.rfind('=');
+    std::optional<Axis> axis = eq == std::string::npos ? std::nullopt : Axis::parse(item.substr(0, eq));
+    std::optional<int64_t> size =
+        eq == std::string::npos ? std::nullopt : parse_integer(item.substr(eq + 1), 1, int64_t(1) << 40);
+    if (!axis || !size)
+      throw UsageError("--block expects AXIS=N with an axis such as m.0 and a positive size, got '" + item +
+                       "'");
+    if (blocks.count(*axis)) throw UsageError("--block gives axis " + axis->name() + " twice");
+    blocks[*axis] = *size;
+  }
+  return blocks;
+}
 
 std::string json_quoted(std::string_view s) {
   std::string out = "\"";

@@ -19,8 +19,15 @@ namespace eqf::cli {
 // A JSON string literal: quotes, backslashes and control characters escaped.
 std::string json_quoted(std::string_view s);
 
+// A number for JSON output (6 significant digits; null when not finite).
+std::string json_number(double v);
+
 // Parses and type-checks FILE, or standard input when the path is "-".
 Program load_checked(const std::string& path);
+
+// The block sizes given by --block AXIS=N (repeatable); a usage error names a
+// malformed or repeated one.
+BlockSizes parse_blocks(const Args& args);
 
 // A positive number of seconds from option `name`, or `fallback` when the
 // option is absent; anything else is a usage error naming the option.

@@ -15,6 +15,9 @@ int verb_equiv(const Args& args);
 // verbs_codegen.cc: generating code.
 int verb_emit(const Args& args);
 
+// verbs_cost.cc: the cost model's bound of a tiled program.
+int verb_estimate(const Args& args);
+
 // verbs_gen.cc: random programs for fuzzing.
 int verb_gen_program(const Args& args);
 

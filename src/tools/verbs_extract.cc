@@ -22,13 +22,6 @@
 namespace eqf::cli {
 namespace {
 
-std::string num(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
 std::string axes_json(const std::vector<Axis>& axes) {
   std::string out = "[";
   for (size_t i = 0; i < axes.size(); ++i) out += (i ? ", " : "") + json_quoted(axes[i].name());
@@ -75,17 +68,17 @@ int verb_extract(const Args& args) {
     o << "{\"mode\": " << json_quoted(extract_mode_name(opt.mode)) << ", \"order\": " << json_quoted(extract_order_name(opt.order))
       << ", \"enough\": " << (st.enough ? "true" : "false") << ", \"states_expanded\": " << st.states_expanded
       << ", \"complete_built\": " << st.complete_built << ", \"distinct\": " << st.distinct
-      << ", \"reuse_twins\": " << st.reuse_twins << ", \"seconds\": " << num(st.seconds)
-      << ", \"enumerate_seconds\": " << num(st.enumerate_seconds)
-      << ", \"build_seconds\": " << num(st.build_seconds) << ", \"estimate_seconds\": " << num(st.estimate_seconds)
-      << ", \"rank_seconds\": " << num(st.rank_seconds) << ", \"skipped_equivalent\": " << st.skipped_equivalent
+      << ", \"reuse_twins\": " << st.reuse_twins << ", \"seconds\": " << json_number(st.seconds)
+      << ", \"enumerate_seconds\": " << json_number(st.enumerate_seconds)
+      << ", \"build_seconds\": " << json_number(st.build_seconds) << ", \"estimate_seconds\": " << json_number(st.estimate_seconds)
+      << ", \"rank_seconds\": " << json_number(st.rank_seconds) << ", \"skipped_equivalent\": " << st.skipped_equivalent
       << ", \"pruned\": " << st.pruned << ", \"dead_ends\": " << st.dead_ends << ", \"invalid\": " << st.invalid
       << ", \"infeasible\": " << st.infeasible << ", \"limit_hit\": " << (st.limit_hit ? "true" : "false");
     if (st.limit_hit) o << ", \"limit\": " << json_quoted(st.limit);
     if (opt.memory_limit_bytes) o << ", \"extract_peak_memory_bytes\": " << st.peak_memory_bytes;
     o << ", \"egraph\": {\"enodes\": " << g.num_nodes() << ", \"eclasses\": " << g.num_classes();
     if (sat.ran)
-      o << ", \"saturation_seconds\": " << num(sat.report.seconds) << ", \"stop\": "
+      o << ", \"saturation_seconds\": " << json_number(sat.report.seconds) << ", \"stop\": "
         << json_quoted(stop_reason_name(sat.report.stop)) << ", \"memory_bytes\": " << sat.report.memory_bytes
         << ", \"peak_memory_bytes\": " << sat.report.peak_memory_bytes;
     o << "}";
@@ -99,12 +92,12 @@ int verb_extract(const Args& args) {
       o << ", \"key\": " << json_quoted(key);
       if (c.estimate) {
         const ProgramEstimate& e = *c.estimate;
-        o << ", \"estimated_us\": " << num(e.seconds * 1e6);
-        if (opt.order == ExtractOrder::BestFirst) o << ", \"guide_us\": " << num(c.guide_seconds * 1e6);
+        o << ", \"estimated_us\": " << json_number(e.seconds * 1e6);
+        if (opt.order == ExtractOrder::BestFirst) o << ", \"guide_us\": " << json_number(c.guide_seconds * 1e6);
         o << ", \"block_sizes\": {";
         size_t j = 0;
         for (const auto& [axis, b] : e.blocks) o << (j++ ? ", " : "") << json_quoted(axis.name()) << ": " << b;
-        o << "}";
+        o << "}, \"num_stages\": " << e.stages;
       }
       o << ", \"kernels\": [";
       for (size_t k = 0; k < c.lowered.kernels.size(); ++k) {
@@ -115,9 +108,9 @@ int verb_extract(const Args& args) {
           << ", \"loops\": " << axes_json(loops);
         if (c.estimate) {
           const KernelEstimate& ke = c.estimate->kernels[k];
-          o << ", \"programs\": " << num(ke.programs) << ", \"estimated_us\": " << num(ke.seconds * 1e6)
-            << ", \"bound\": " << json_quoted(ke.bound) << ", \"bytes\": " << num(ke.bytes)
-            << ", \"mma_flops\": " << num(ke.mma_flops) << ", \"other_flops\": " << num(ke.other_flops)
+          o << ", \"programs\": " << json_number(ke.programs) << ", \"estimated_us\": " << json_number(ke.seconds * 1e6)
+            << ", \"bound\": " << json_quoted(ke.bound) << ", \"bytes\": " << json_number(ke.bytes)
+            << ", \"mma_flops\": " << json_number(ke.mma_flops) << ", \"other_flops\": " << json_number(ke.other_flops)
             << ", \"masked\": " << (ke.masked ? "true" : "false");
         }
         o << "}";
@@ -155,6 +148,7 @@ int verb_extract(const Args& args) {
     if (c.estimate) {
       std::printf("  %.2f us  blocks:", c.estimate->seconds * 1e6);
       for (const auto& [axis, b] : c.estimate->blocks) std::printf(" %s=%lld", axis.name().c_str(), (long long)b);
+      std::printf("  stages %d", c.estimate->stages);
     }
     if (opt.order == ExtractOrder::BestFirst) std::printf("  (guide %.2f us)", c.guide_seconds * 1e6);
     std::printf("\n");

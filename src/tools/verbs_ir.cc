@@ -10,6 +10,7 @@
 #include "eqiforge/ir/parse.h"
 #include "eqiforge/ir/program.h"
 #include "eqiforge/ir/typecheck.h"
+#include "tools/verb_util.h"
 #include "tools/verbs.h"
 
 namespace eqf::cli {
@@ -35,22 +36,6 @@ std::string shape_text(const Tensor64& t) {
   return out + "]";
 }
 
-// --block AXIS=N, repeatable.
-BlockSizes parse_blocks(const Args& args) {
-  BlockSizes blocks;
-  for (const std::string& item : args.values("--block")) {
-    size_t eq = item.rfind('=');
-    std::optional<Axis> axis = eq == std::string::npos ? std::nullopt : Axis::parse(item.substr(0, eq));
-    std::optional<int64_t> size =
-        eq == std::string::npos ? std::nullopt : parse_integer(item.substr(eq + 1), 1, int64_t(1) << 40);
-    if (!axis || !size)
-      throw UsageError("--block expects AXIS=N with an axis such as m.0 and a positive size, got '" + item +
-                       "'");
-    if (blocks.count(*axis)) throw UsageError("--block gives axis " + axis->name() + " twice");
-    blocks[*axis] = *size;
-  }
-  return blocks;
-}
 
 }  // namespace
 

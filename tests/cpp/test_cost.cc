@@ -73,6 +73,25 @@ TEST(CostTarget, OptionalFiguresDefault) {
   EXPECT_DOUBLE_EQ(t.programs_per_sm, 1);
 }
 
+TEST(CostTarget, StageChoices) {
+  EXPECT_EQ(h200().stage_choices, (std::vector<int>{2, 3, 4, 5}));
+  const std::string base = R"({"name": "x", "description": "", "sms": 10, "dram_GBps": 1000, "sm_GBps": 50,
+    "mma_TFLOPs": 100, "fp32_TFLOPs": 10, "launch_us": 3, "l2_MiB": 4, "smem_per_program_KiB": 100,
+    "registers_per_program_KiB": 64, "pipeline_stages": 2, "min_dot": 16, "max_tile_elements": 1024)";
+  // Without the field, only the profile's own count.
+  EXPECT_EQ(parse_target(base + "}", "x.json").stage_choices, (std::vector<int>{2}));
+  EXPECT_EQ(parse_target(base + R"(, "pipeline_stage_choices": [2, 4]})", "x.json").stage_choices,
+            (std::vector<int>{2, 4}));
+  for (const char* bad : {R"([])", R"([0])", R"([2.5])", R"("3")"}) {
+    try {
+      parse_target(base + ", \"pipeline_stage_choices\": " + bad + "}", "x.json");
+      FAIL() << "expected an error for " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("pipeline_stage_choices"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(CostTarget, BadProfilesAreErrorsWithPositions) {
   try {
     parse_target("{\"name\": \"x\",\n \"sms\": \"many\"}", "bad.json");
@@ -297,6 +316,44 @@ TEST(CostModel, StreamingLoopsAreBoundByTheBytesInFlight) {
   ProgramEstimate best = cm.estimate(p, lp);
   ASSERT_TRUE(best.feasible);
   EXPECT_LT(best.kernels[0].memory_s, 1.3 * best.kernels[0].bytes / t.kernel_bytes_per_s);
+}
+
+// More stages keep more in flight and overlap more of each iteration's wait;
+// best_stages takes the fastest stage count whose tiles still fit.
+TEST(CostModel, BestStagesTakesTheFastestCountThatFits) {
+  Program p = parse_and_check(gemv_program(false));
+  LoweredProgram lp = lower_program(p);
+  const Target& t = h200();
+  Target five = t;
+  five.pipeline_stages = 5;
+  const BlockSizes small = {{axis("n.0"), 64}, {axis("k.0"), 64}};
+  ProgramEstimate at3 = CostModel(t).evaluate(p, lp, small);
+  ProgramEstimate at5 = CostModel(five).evaluate(p, lp, small);
+  EXPECT_EQ(at3.stages, 3);
+  EXPECT_EQ(at5.stages, 5);
+  // Four tiles in flight instead of two: more bandwidth, half the latency.
+  EXPECT_LT(at5.kernels[0].memory_s, at3.kernels[0].memory_s);
+  EXPECT_NEAR(at5.kernels[0].latency_s, at3.kernels[0].latency_s / 2, 1e-12);
+  CostModel cm(t);
+  ProgramEstimate def = cm.estimate(p, lp);
+  ProgramEstimate best = cm.best_stages(p, lp, def);
+  ASSERT_TRUE(best.feasible);
+  EXPECT_LE(best.seconds, def.seconds);
+  EXPECT_GT(best.stages, 3);
+  // The same as estimating at that count directly.
+  Target chosen = t;
+  chosen.pipeline_stages = best.stages;
+  EXPECT_DOUBLE_EQ(CostModel(chosen).estimate(p, lp).seconds, best.seconds);
+  // A profile whose shared memory holds two stages of the best tiles but
+  // not more: its other choices are never taken at an infeasible size.
+  Target tight = t;
+  tight.smem_bytes_per_program = 48 * 1024;
+  CostModel tm(tight);
+  ProgramEstimate tight_best = tm.best_stages(p, lp, tm.estimate(p, lp));
+  ASSERT_TRUE(tight_best.feasible);
+  Target at = tight;
+  at.pipeline_stages = tight_best.stages;
+  EXPECT_TRUE(CostModel(at).evaluate(p, lp, tight_best.blocks).feasible);
 }
 
 // Triton pipelines only innermost loops: the same reduction as a loop of

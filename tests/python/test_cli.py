@@ -102,6 +102,23 @@ def test_eval_prints_shape_and_checksum(files):
     assert r.returncode == 2 and "m.0" in r.stderr
 
 
+def test_estimate_prints_the_bound_at_the_best_or_given_blocks(files):
+    import json
+    best = cli("estimate", files["tiled"], "--json")
+    assert best.returncode == 0, best.stderr
+    b = json.loads(best.stdout)
+    assert b["feasible"] and b["target"] == "h200" and b["num_stages"] in (2, 3, 4, 5)
+    assert set(b["block_sizes"]) == {"k.0"} and len(b["kernels"]) == 1
+    given = json.loads(cli("estimate", files["tiled"], "--json", "--block", "k.0=2", "--stages", "4").stdout)
+    assert given["block_sizes"] == {"k.0": 2} and given["num_stages"] == 4
+    assert given["estimated_us"] >= b["estimated_us"]
+    text = cli("estimate", files["tiled"], "--block", "k.0=2")
+    assert text.returncode == 0 and text.stdout.startswith("h200 at 3 stages: ") and "kernel " in text.stdout
+    # A given size for some axes only names the one missing.
+    missing = cli("estimate", files["tiled"], "--block", "m.0=2")
+    assert missing.returncode == 2 and "no size for axis k.0" in missing.stderr
+
+
 def test_equiv_exit_codes(files):
     r = cli("equiv", files["naive"], files["tiled"], "--trials", "5", "--seed", "9")
     assert r.returncode == 0, r.stdout + r.stderr

@@ -154,6 +154,10 @@ def test_start_config_is_exactly_the_estimate():
     # Options without 4 warps or 3 stages: the nearest allowed values.
     other = nested_space(estimate, num_warps=[8, 16], num_stages=[4, 5])
     assert (start_config(cand, NESTED, other).num_warps, start_config(cand, NESTED, other).num_stages) == (8, 4)
+    # The estimate's stages when it has them, the nearest allowed otherwise.
+    deep = Candidate(3, "(program p)", 1e-6, estimate, stages=5)
+    assert start_config(deep, NESTED, nested_space(estimate, num_stages=[3, 4, 5])).num_stages == 5
+    assert start_config(deep, NESTED, nested_space(estimate, num_stages=[2, 3, 4])).num_stages == 4
     # Axes the estimate leaves out get the emitted module's defaults.
     bare = start_config(Candidate(3, "(program p)", None, {}), NESTED, nested_space())
     assert dict(bare.blocks) == {"block_m0": 64, "block_m1": 32, "block_n0": 64, "block_h0": 1}
@@ -192,6 +196,9 @@ def test_shrink_lowers_stages_first_then_halves_the_largest_block():
     # Blocks of 16 or less do not shrink the (padded) tiles: nothing left.
     tiny = Config(3, (("block_h0", 1), ("block_m0", 16), ("block_m1", 8), ("block_n0", 16)), 4, 1)
     assert shrink(tiny, space, out_of_resources=True) is None
+    # Past START_STAGES, to START_STAGES first: pipelining is kept.
+    deep = Config(3, c.blocks, 4, 5)
+    assert shrink(deep, space, out_of_resources=True) == Config(3, c.blocks, 4, 3)
 
 
 # ---- the tuner on deliberately broken modules ---------------------------------------

@@ -88,6 +88,7 @@ struct ProgramEstimate {
   std::string why_infeasible;    // what does not fit, at the best choice found
   double seconds = 0;            // sum over kernels
   BlockSizes blocks;             // the choice of this estimate (every axis, unit axes = 1)
+  int stages = 0;                // the pipeline stages it assumes (num_stages of the launch)
   std::vector<KernelEstimate> kernels;
   double combos_tried = 0;       // block-size choices evaluated
 };
@@ -126,6 +127,13 @@ class CostModel {
   // The bound at given block sizes (every axis of the program; unit axes are
   // forced to 1). `feasible` says whether those tiles fit.
   ProgramEstimate evaluate(const Program& p, const LoweredProgram& lowered, const BlockSizes& blocks) const;
+
+  // The best of `at_default` (an estimate at the target's pipeline_stages)
+  // and the estimates at the target's other stage_choices: more stages keep
+  // more bytes in flight but take more shared memory, which can force
+  // smaller tiles. Extraction asks this of its best-ranked candidates only
+  // (each choice is a minimization of its own).
+  ProgramEstimate best_stages(const Program& p, const LoweredProgram& lowered, const ProgramEstimate& at_default) const;
 
   // Time to move `bytes` at the full bandwidth: the compulsory-traffic part
   // of extraction's lower bound for partial programs.

@@ -46,6 +46,9 @@ struct Target {
   int64_t smem_bytes_per_program = 0;      // shared memory one program may use
   int64_t register_bytes_per_program = 0;  // register budget for tiles of one program
   int pipeline_stages = 2;           // copies of each loop-carried load tile in shared memory
+  // The stage counts a launch may use; ranked candidates are estimated at
+  // the best of them (always holds pipeline_stages).
+  std::vector<int> stage_choices{2};
   double loop_iteration_s = 0;       // the least time one loop iteration of a program takes
   double programs_per_sm = 1;        // programs resident on one SM at once (they overlap their loops)
   int min_dot = 16;                  // tl.dot's smallest M, N and K (smaller tiles are padded)

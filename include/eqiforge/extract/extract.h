@@ -110,6 +110,10 @@ struct ExtractOptions {
   // kernel stores gets a twin that loads it instead (extract/reuse.h),
   // ranked with the rest.
   bool reuse_kernel_results = true;
+  // With a cost model: the best-ranked this many are estimated again at each
+  // of the target's stage_choices (CostModel::best_stages) and re-ranked
+  // among themselves; 0 = every candidate at the target's pipeline_stages.
+  size_t stage_refine_top = 32;
   // The extracted programs' name; empty: "extracted".
   std::string program_name;
   // When not empty (indexed by ENodeId): fillings may use only these

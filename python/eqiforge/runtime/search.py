@@ -18,6 +18,7 @@ What the runtime reads from extraction (``eqiforge-opt extract FILE --json
         {"program": "(program ...)",           # the tiled program, IR text
          "estimated_us": 12.5,                 # optimistic latency (cost model)
          "block_sizes": {"t.0": 64},           # block sizes of that estimate
+         "num_stages": 3,                      # and its pipeline stages
          "kernels": [{"name": "o_kernel", "grid": ["s.0"], "loops": ["t.0"],
                       "ops": ["matmul", ...]}]},   # "ops" optional
         ...]}
@@ -78,6 +79,8 @@ class Candidate:
     estimate_s: float | None = None
     blocks: dict[str, int] = field(default_factory=dict)
     kernels: list[KernelInfo] | None = None
+    # The pipeline stages of that estimate (num_stages), when it has one.
+    stages: int | None = None
     # Filled by emit_module on demand (emission can fail for one candidate).
     source: str | None = None
     # What the cost model sees of it (kernels, their grids, loops, programs,
@@ -239,6 +242,7 @@ def parse_search_result(raw: dict) -> SearchResult:
         if isinstance(c.get("kernels"), list) and all(isinstance(k, dict) and "name" in k for k in c["kernels"]):
             kernels = [KernelInfo.from_json(k) for k in c["kernels"]]
         estimate = c.get("estimated_us")
+        stages = c.get("num_stages")
         candidates.append(
             Candidate(
                 rank=rank + 1,
@@ -246,6 +250,7 @@ def parse_search_result(raw: dict) -> SearchResult:
                 estimate_s=float(estimate) * 1e-6 if isinstance(estimate, (int, float)) else None,
                 blocks={str(k): int(v) for k, v in (c.get("block_sizes") or {}).items()},
                 kernels=kernels,
+                stages=stages if isinstance(stages, int) and stages >= 1 else None,
                 shape_key=_shape_key(c),
             )
         )

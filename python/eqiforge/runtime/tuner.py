@@ -12,8 +12,8 @@ On a GPU, tuning has two phases within the budget:
 
 1. The candidates, in static-rank order, are compiled, verified and timed
    once at the block sizes of their own estimate (extraction's
-   ``block_sizes``, the cost model's best legal choice) with 4 warps and 3
-   stages, until 40% of the budget is spent (once one has verified); the
+   ``block_sizes`` and ``num_stages``, the cost model's best legal choice)
+   with 4 warps, until 40% of the budget is spent (once one has verified); the
    candidates not reached are counted as untried. When a configuration fails
    to compile (a tile too large for the registers or shared memory), the
    candidate is retried smaller (fewer stages, then its largest block halved)
@@ -166,7 +166,8 @@ def _preferred(values: tuple[int, ...], want: int) -> int:
 
 def start_config(candidate: Candidate, block_params: dict[str, str], space: Space) -> Config:
     """The configuration a candidate is tried at first: exactly the block sizes
-    of its static estimate, with START_WARPS and START_STAGES. Axes the
+    of its static estimate, with START_WARPS and the estimate's stages
+    (START_STAGES when it has none; the allowed value nearest). Axes the
     estimate does not size (an extraction without block sizes) get the emitted
     module's defaults: min(next power of two of the extent, 64) at level 0,
     half the outer block inside."""
@@ -179,7 +180,8 @@ def start_config(candidate: Candidate, block_params: dict[str, str], space: Spac
             blocks[kw] = max(1, blocks[space.outer[kw]] // 2)
         else:
             blocks[kw] = min(space.caps[kw], 64)
-    return space.config(blocks, _preferred(space.num_warps, START_WARPS), _preferred(space.num_stages, START_STAGES))
+    stages = candidate.stages or START_STAGES
+    return space.config(blocks, _preferred(space.num_warps, START_WARPS), _preferred(space.num_stages, stages))
 
 
 def _adjacent(values: tuple[int, ...], v: int) -> list[int]:
@@ -217,8 +219,11 @@ def neighbours(config: Config, space: Space) -> list[Config]:
 def shrink(config: Config, space: Space, out_of_resources: bool) -> Config | None:
     """A smaller configuration to try after `config` failed: fewer pipeline
     stages when it ran out of resources (the stages multiply the shared memory
-    of pipelined loads), else its largest block above the tile floor halved;
+    of pipelined loads; START_STAGES from more, the fewest allowed from
+    START_STAGES or fewer), else its largest block above the tile floor halved;
     None when there is nothing left to shrink."""
+    if out_of_resources and config.num_stages > START_STAGES and START_STAGES in space.num_stages:
+        return dataclasses.replace(config, num_stages=START_STAGES)
     if out_of_resources and config.num_stages > space.num_stages[0]:
         return dataclasses.replace(config, num_stages=space.num_stages[0])
     blocks = dict(config.blocks)

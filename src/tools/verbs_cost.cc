@@ -1,0 +1,74 @@
+// `eqiforge-opt estimate`: the cost model's bound of one tiled program, at
+// its best block sizes or at given ones.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "eqiforge/cost/cost_model.h"
+#include "eqiforge/lower/kernel.h"
+#include "tools/verb_util.h"
+#include "tools/verbs.h"
+
+namespace eqf::cli {
+int verb_estimate(const Args& args) {
+  Program p = load_checked(args.operand(0));
+  Target target = load_target(args.value("--target").value_or("h200"));
+  if (args.has("--stages")) target.pipeline_stages = int(args.integer("--stages", target.pipeline_stages, 1, 16));
+  const BlockSizes given = parse_blocks(args);
+  LoweredProgram lowered = lower_program(p);
+  CostModel cost(target);
+  ProgramEstimate e;
+  if (given.empty()) {
+    e = cost.estimate(p, lowered);
+    // Without --stages, the best of the target's stage choices, as
+    // extraction's leading candidates get.
+    if (!args.has("--stages")) e = cost.best_stages(p, lowered, e);
+  } else {
+    // Every axis needs a size: a missing one is named rather than guessed.
+    BlockSizes blocks = given;
+    for (const Kernel& k : lowered.kernels) {
+      auto need = [&](Axis a) {
+        if (!blocks.count(a) && !lowered.unit_axes.count(a))
+          throw UsageError("--block gives no size for axis " + a.name() + " (kernel " + k.name + ")");
+      };
+      for (Axis a : k.grid) need(a);
+      for (const Loop& l : k.loops) need(l.axis);
+    }
+    e = cost.evaluate(p, lowered, blocks);
+  }
+  if (args.has("--json")) {
+    std::ostringstream o;
+    o << "{\"target\": " << json_quoted(target.name) << ", \"num_stages\": " << e.stages
+      << ", \"feasible\": " << (e.feasible ? "true" : "false");
+    if (!e.feasible) o << ", \"why_infeasible\": " << json_quoted(e.why_infeasible);
+    o << ", \"estimated_us\": " << json_number(e.seconds * 1e6) << ", \"block_sizes\": {";
+    size_t j = 0;
+    for (const auto& [axis, b] : e.blocks) o << (j++ ? ", " : "") << json_quoted(axis.name()) << ": " << b;
+    o << "}, \"kernels\": [";
+    for (size_t k = 0; k < e.kernels.size(); ++k) {
+      const KernelEstimate& ke = e.kernels[k];
+      o << (k ? ", " : "") << "{\"name\": " << json_quoted(ke.name) << ", \"programs\": " << json_number(ke.programs)
+        << ", \"estimated_us\": " << json_number(ke.seconds * 1e6) << ", \"bound\": " << json_quoted(ke.bound)
+        << ", \"bytes\": " << json_number(ke.bytes) << ", \"memory_us\": " << json_number(ke.memory_s * 1e6)
+        << ", \"mma_us\": " << json_number(ke.mma_s * 1e6) << ", \"fp_us\": " << json_number(ke.other_s * 1e6)
+        << ", \"latency_us\": " << json_number(ke.latency_s * 1e6) << "}";
+    }
+    o << "]}\n";
+    std::cout << o.str();
+    return kExitOk;
+  }
+  std::printf("%s at %d stages: %.2f us%s\n", target.name.c_str(), e.stages, e.seconds * 1e6,
+              e.feasible ? "" : ("  (infeasible: " + e.why_infeasible + ")").c_str());
+  std::printf("blocks:");
+  for (const auto& [axis, b] : e.blocks) std::printf(" %s=%lld", axis.name().c_str(), (long long)b);
+  std::printf("\n");
+  for (const KernelEstimate& ke : e.kernels)
+    std::printf("  kernel %s  %.0f programs  %.2f us (%s): memory %.2f, mma %.2f, fp %.2f, latency %.2f us\n",
+                ke.name.c_str(), ke.programs, ke.seconds * 1e6, ke.bound.c_str(), ke.memory_s * 1e6, ke.mma_s * 1e6,
+                ke.other_s * 1e6, ke.latency_s * 1e6);
+  return kExitOk;
+}
+
+}  // namespace eqf::cli
