@@ -517,6 +517,15 @@ ProgramEstimate CostModel::evaluate(const Program& p, const LoweredProgram& lowe
 ProgramEstimate CostModel::best_stages(const Program& p, const LoweredProgram& lowered,
                                        const ProgramEstimate& at_default) const {
   ProgramEstimate best = at_default;
+  // Only where a loop feeds tensor-core dots: there the stages were measured
+  // to pay (bench/results/h200-2026-12-02e: 5 stages against 3, 61.6 against
+  // 83.0 us for rmsnorm_swiglu_ffn b16). GEMV-like loops that multiply and
+  // sum (one token) ran slower at the blocks the deeper estimate chose
+  // (rmsnorm_swiglu_ffn b1: 137 us against 64), so they keep the target's count.
+  bool pipelined_dots = false;
+  for (const KernelSummary& k : summarize(p, lowered).kernels)
+    for (const DotRow& d : k.dots) pipelined_dots |= d.tensor_cores && d.scope >= 0;
+  if (!pipelined_dots) return best;
   for (int stages : target_.stage_choices) {
     if (stages == target_.pipeline_stages) continue;
     Target t = target_;

@@ -354,6 +354,15 @@ TEST(CostModel, BestStagesTakesTheFastestCountThatFits) {
   Target at = tight;
   at.pipeline_stages = tight_best.stages;
   EXPECT_TRUE(CostModel(at).evaluate(p, lp, tight_best.blocks).feasible);
+  // A loop without dots keeps the target's count, estimate and all.
+  Program rowsum = parse_and_check(
+      "(program rowsum (dims (m 2048) (k 8192)) (input x f16 [m k])\n"
+      "  (output y [m] (combine m.0 m (preduce k.0 + (sum k (partition k.0 k (partition m.0 m x)))))))");
+  LoweredProgram rl = lower_program(rowsum);
+  ProgramEstimate plain = cm.estimate(rowsum, rl);
+  ProgramEstimate kept = cm.best_stages(rowsum, rl, plain);
+  EXPECT_EQ(kept.stages, t.pipeline_stages);
+  EXPECT_DOUBLE_EQ(kept.seconds, plain.seconds);
 }
 
 // Triton pipelines only innermost loops: the same reduction as a loop of
