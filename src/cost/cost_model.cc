@@ -146,12 +146,17 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, 
   depth.assign(k.loops.size(), 0.0);
   for (const LoopRow& l : k.loops)
     if (l.parent >= 0) depth[size_t(l.parent)] = -1;  // holds a loop
+  // Triton stages in shared memory, and issues ahead, the loads of a loop
+  // that feed tl.dot; a kernel without dots multiplies and sums what one
+  // iteration loads (triton 3.6 compiled rmsnorm_swiglu_ffn b1's GEMV loop
+  // at tiles that 3 staged copies would not fit, and it streamed 0.7 TB/s).
+  const bool pipelined = !k.dots.empty();
   double acc_regs = 0;
   for (size_t i = 0; i < k.loops.size(); ++i) {
     const LoopRow& l = k.loops[i];
     double outer = l.parent < 0 ? e.programs : exec[size_t(l.parent)];
     double trips = z.coords[size_t(l.axis)];
-    depth[i] = depth[i] < 0 ? 1.0 : std::max(1.0, std::min(double(t.pipeline_stages), trips) - 1);
+    depth[i] = depth[i] < 0 || !pipelined ? 1.0 : std::max(1.0, std::min(double(t.pipeline_stages), trips) - 1);
     if (l.mask) {
       int g = l.mask->grid_axis;
       double S = g >= 0 ? z.size[size_t(g)] : 1, Bg = g >= 0 ? z.block[size_t(g)] : 1;
@@ -196,7 +201,7 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, 
     // occupies 16 x 4096; triton 3.6 refused such kernels as out of shared
     // memory where the unpadded count said they fit).
     double staged = !k.dots.empty() && ld.tile.size() >= 2 ? z.padded_for_dot(ld.tile, t.min_dot) : el;
-    e.smem += staged * ld.dtype_bytes * (ld.scope >= 0 ? t.pipeline_stages : 1);
+    e.smem += staged * ld.dtype_bytes * (ld.scope >= 0 && pipelined ? t.pipeline_stages : 1);
     e.max_tile = std::max(e.max_tile, el);
   }
   double live = 0;
