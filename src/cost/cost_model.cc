@@ -132,6 +132,13 @@ double dram_efficiency(double run) {
 // The pipelining depth at which Target::loop_iteration_s was measured.
 constexpr double kLatencyDepth = 2;
 
+// Triton stages in shared memory, and issues ahead, the loads of a loop
+// that feed tl.dot; a kernel without dots multiplies and sums what one
+// iteration loads (triton 3.6 compiled rmsnorm_swiglu_ffn b1's GEMV loop at
+// tiles that 3 staged copies would not fit, and it streamed 0.7 TB/s). So
+// only such kernels depend on the pipeline stages.
+bool pipelines_loops(const KernelSummary& k) { return !k.dots.empty() && !k.loops.empty(); }
+
 // `exec`, `depth`: scratch for the loops' execution counts and pipelining
 // depths (the minimizer reuses them).
 KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, std::vector<double>& exec,
@@ -146,11 +153,7 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, 
   depth.assign(k.loops.size(), 0.0);
   for (const LoopRow& l : k.loops)
     if (l.parent >= 0) depth[size_t(l.parent)] = -1;  // holds a loop
-  // Triton stages in shared memory, and issues ahead, the loads of a loop
-  // that feed tl.dot; a kernel without dots multiplies and sums what one
-  // iteration loads (triton 3.6 compiled rmsnorm_swiglu_ffn b1's GEMV loop
-  // at tiles that 3 staged copies would not fit, and it streamed 0.7 TB/s).
-  const bool pipelined = !k.dots.empty();
+  const bool pipelined = pipelines_loops(k);
   double acc_regs = 0;
   for (size_t i = 0; i < k.loops.size(); ++i) {
     const LoopRow& l = k.loops[i];
@@ -487,17 +490,26 @@ struct CostModel::EstimateCache::Tables : cost::KernelTables {
 CostModel::EstimateCache::EstimateCache() : tables_(std::make_unique<Tables>()) {}
 CostModel::EstimateCache::~EstimateCache() = default;
 
-ProgramEstimate CostModel::estimate(const Program& p, const LoweredProgram& lowered, EstimateCache& cache) const {
-  ProgramSummary s = summarize(p, lowered);
-  if (cache.tables_->model != this) *cache.tables_ = {};  // another target's values
-  cache.tables_->model = this;
-  cache.tables_->bound();
-  Minimizer m(s, target_, *cache.tables_);
+namespace {
+
+// The minimization of a summarized program for target `t`.
+ProgramEstimate minimize(const ProgramSummary& s, const LoweredProgram& lowered, const Target& t,
+                         KernelTables& tables) {
+  tables.bound();
+  Minimizer m(s, t, tables);
   double tried = 0;
   std::vector<int64_t> best = m.run(tried);
-  ProgramEstimate out = report(s, lowered, best, target_);
+  ProgramEstimate out = report(s, lowered, best, t);
   out.combos_tried = tried;
   return out;
+}
+
+}  // namespace
+
+ProgramEstimate CostModel::estimate(const Program& p, const LoweredProgram& lowered, EstimateCache& cache) const {
+  if (cache.tables_->model != this) *cache.tables_ = {};  // another target's values
+  cache.tables_->model = this;
+  return minimize(summarize(p, lowered), lowered, target_, *cache.tables_);
 }
 
 ProgramEstimate CostModel::evaluate(const Program& p, const LoweredProgram& lowered, const BlockSizes& blocks) const {
@@ -522,20 +534,14 @@ ProgramEstimate CostModel::evaluate(const Program& p, const LoweredProgram& lowe
 ProgramEstimate CostModel::best_stages(const Program& p, const LoweredProgram& lowered,
                                        const ProgramEstimate& at_default) const {
   ProgramEstimate best = at_default;
-  // Only where a loop feeds tensor-core dots: there the stages were measured
-  // to pay (bench/results/h200-2026-12-02e: 5 stages against 3, 61.6 against
-  // 83.0 us for rmsnorm_swiglu_ffn b16). GEMV-like loops that multiply and
-  // sum (one token) ran slower at the blocks the deeper estimate chose
-  // (rmsnorm_swiglu_ffn b1: 137 us against 64), so they keep the target's count.
-  bool pipelined_dots = false;
-  for (const KernelSummary& k : summarize(p, lowered).kernels)
-    for (const DotRow& d : k.dots) pipelined_dots |= d.tensor_cores && d.scope >= 0;
-  if (!pipelined_dots) return best;
+  const ProgramSummary s = summarize(p, lowered);
+  if (std::none_of(s.kernels.begin(), s.kernels.end(), pipelines_loops)) return best;  // every count prices the same
   for (int stages : target_.stage_choices) {
     if (stages == target_.pipeline_stages) continue;
     Target t = target_;
     t.pipeline_stages = stages;
-    ProgramEstimate e = CostModel(std::move(t)).estimate(p, lowered);
+    KernelTables tables;  // values for this count only
+    ProgramEstimate e = minimize(s, lowered, t, tables);
     // Strictly faster only: among equal bounds the target's own count wins
     // (fewer stages where more buy nothing spend less shared memory).
     if (e.feasible && (!best.feasible || e.seconds < best.seconds)) best = std::move(e);

@@ -36,7 +36,6 @@ std::string shape_text(const Tensor64& t) {
   return out + "]";
 }
 
-
 }  // namespace
 
 int verb_check(const Args& args) {

@@ -116,7 +116,7 @@ def test_estimate_prints_the_bound_at_the_best_or_given_blocks(files):
     assert text.returncode == 0 and text.stdout.startswith("h200 at 3 stages: ") and "kernel " in text.stdout
     # A given size for some axes only names the one missing.
     missing = cli("estimate", files["tiled"], "--block", "m.0=2")
-    assert missing.returncode == 2 and "no size for axis k.0" in missing.stderr
+    assert missing.returncode == 2 and "no block size (at least 1) for axes k.0" in missing.stderr
 
 
 def test_equiv_exit_codes(files):

@@ -131,10 +131,10 @@ class CostModel {
   // The best of `at_default` (an estimate at the target's pipeline_stages)
   // and the estimates at the target's other stage_choices: more stages keep
   // more bytes in flight but take more shared memory, which can force
-  // smaller tiles. Only programs with a loop feeding tensor-core dots get
-  // other choices (where more stages were measured to pay). Extraction asks
-  // this of its best-ranked candidates only (each choice is a minimization
-  // of its own).
+  // smaller tiles. Only kernels whose loops feed tl.dot are pipelined, so a
+  // program without one prices the same at every count and keeps the
+  // default. Extraction asks this of its best-ranked candidates only (each
+  // choice is a minimization of its own).
   ProgramEstimate best_stages(const Program& p, const LoweredProgram& lowered, const ProgramEstimate& at_default) const;
 
   // Time to move `bytes` at the full bandwidth: the compulsory-traffic part
