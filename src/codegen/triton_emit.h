@@ -77,11 +77,14 @@ class ModuleNames {
   const std::string& block(Axis a) const;
   const std::string& count(Axis a) const;        // host: coordinates of a
   const std::string& block_param(Axis a) const;  // the tuner's keyword for a's block
+  // EVEN_T0: true when the blocks of a tile its dim exactly (the block divides
+  // the extent and is the tile's own size), so a's masks hold everywhere.
+  const std::string& even(Axis a) const;
   // TILE_K for the whole dim k, TILE_K0 for a block of k.0, ...
   const std::string& tile(const DimView& v) const;
 
  private:
-  enum class Kind : uint8_t { Stride, Extent, Block, Count, BlockParam, Tile };
+  enum class Kind : uint8_t { Stride, Extent, Block, Count, BlockParam, Even, Tile };
   const std::string& named(Kind kind, uint32_t a, uint32_t b, const std::string& hint) const;
   mutable std::map<std::tuple<Kind, uint32_t, uint32_t>, std::string> names_;
   mutable NameTable table_;
@@ -93,6 +96,7 @@ struct KernelSignature {
   std::map<int, std::set<Symbol>> strides;  // buffer -> dims whose stride is read
   std::set<Symbol> extents;
   std::set<Axis> blocks;
+  std::set<Axis> evens;                            // axes whose EVEN_ constexpr a mask reads
   std::map<std::pair<uint32_t, int>, bool> tiles;  // (dim, depth) -> at least 16 (a tl.dot operand)
   bool input_precision = false;
 };
@@ -188,6 +192,19 @@ class KernelEmitter {
   };
   std::optional<LoopRange> masked_range(int loop_index, const std::string& count, const std::string& step);
   void emit_merge(const Loop& loop, const std::vector<Value>& acc, const std::vector<Value>& blk);
+  // The max components of a loop's state whose exp-sum terms can be computed
+  // against the running max instead of the block's (triton_running_max.cc).
+  std::vector<size_t> running_max_components(int loop_index) const;
+  // A block max shifted to the running max: found in emit_loop, emitted where
+  // the block max is computed (m_new = max(state, block max); m_use = m_new,
+  // 0 where it is -inf), merged in emit_merge.
+  struct Shift {
+    int loop = -1;
+    Value acc;           // the max component's accumulator
+    Value m_new, m_use;  // set once emitted
+    bool emitted = false;
+  };
+  std::map<uint32_t, Shift> shifts_;  // block-max node -> its shift
   void emit_store(const Store& st);
   Value load_part(const Load& ld, int part, const std::string& name);
   std::string address(int b, const Buffer& buf, const std::map<Symbol, Expr>& idx, NodeId at);

@@ -90,6 +90,7 @@ KernelEmitter::KernelEmitter(const Program& p, const LoweredProgram& lp, int ker
   }
   for (Axis a : lp.axes) {
     locals_.claim(names_.block(a));
+    locals_.claim(names_.even(a));
     locals_.claim(names_.tile(DimView{a.dim, a.level + 1, false}));
   }
   locals_.claim("INPUT_PRECISION");
@@ -247,9 +248,16 @@ const KernelEmitter::Index& KernelEmitter::index(const DimView& v) {
     }
   } else if (v.depth == 0) {
     ix.offs = locals_.fresh("offs_" + base);
-    ix.mask = locals_.fresh("mask_" + base);
     out.push_back(ix.offs + " = tl.arange(0, " + tile(v) + ")");
-    out.push_back(ix.mask + " = " + ix.offs + " < " + extent(v.dim));
+    // A fixed extent that is a power of two of at least 16 is its own tile
+    // (dot operands pad to 16): no position is past the end.
+    const DimInfo* info = p_.dims.find(v.dim);
+    bool exact = info && !info->collected_from && info->extent >= 16 &&
+                 (info->extent & (info->extent - 1)) == 0;
+    if (!exact) {
+      ix.mask = locals_.fresh("mask_" + base);
+      out.push_back(ix.mask + " = " + ix.offs + " < " + extent(v.dim));
+    }
   } else {
     std::string r = "tl.arange(0, " + tile(v) + ")";
     ix.offs = locals_.fresh("offs_" + base);
@@ -261,7 +269,15 @@ const KernelEmitter::Index& KernelEmitter::index(const DimView& v) {
                                    "(" + r + " < " + block_of(v.depth - 1) + ")"};
     for (int l = 1; l < v.depth; ++l)
       conds.push_back("(" + start_from(l) + " + " + r + " < " + block_of(l - 1) + ")");
-    out.push_back(ix.mask + " = " + join(conds, " & "));
+    std::string mask = join(conds, " & ");
+    Axis a{v.dim, 0};
+    if (v.depth == 1 && !lp_.unit_axes.count(a)) {
+      // Blocks that tile the dim exactly (the host's EVEN_ flag): a constant
+      // mask, which Triton folds away with the selects and load masks it feeds.
+      sig_.evens.insert(a);
+      mask = "tl.full((" + tile(v) + ",), True, tl.int1) if " + names_.even(a) + " else " + mask;
+    }
+    out.push_back(ix.mask + " = " + mask);
   }
   return indices_.emplace(key, std::move(ix)).first->second;
 }
@@ -376,6 +392,20 @@ void KernelEmitter::emit_compute(NodeId n, int scope) {
     bool inline_ok =
         !p_.name_of(n).valid() && uses_[n.v] == 1 && use_scope_[n.v] == scope && x.expr.text.size() <= 60;
     if (!inline_ok) x = bind(x, hint_);
+  }
+  if (auto it = shifts_.find(n.v); it != shifts_.end() && it->second.loop == scope && v.parts.size() == 1) {
+    // The block max, replaced by the running max for every later use in the
+    // block (triton_running_max.cc says why that is exact).
+    Shift& s = it->second;
+    const std::string& acc = s.acc.expr.text;
+    stmt("# " + acc + ": the block's terms against the running max (no rescaling of the block)");
+    Value m = bind(v.parts[0], hint_);
+    s.m_new = bind(call("tl.maximum", s.acc, m), acc + "_new");
+    s.m_use = bind(where(compare(s.m_new, "==", literal(-std::numeric_limits<double>::infinity())),
+                         literal(0), s.m_new),
+                   acc + "_shift");
+    s.emitted = true;
+    v.parts[0] = s.m_use;
   }
   set_value(n, scope, std::move(v));
 }
@@ -515,6 +545,8 @@ void KernelEmitter::emit_loop(int li, int scope) {
     acc.push_back(std::move(v));
   }
 
+  for (size_t j : running_max_components(li)) shifts_[parts[j].v] = Shift{li, acc[j], {}, {}, false};
+
   std::string var = locals_.fresh(py_ident(loop.axis.name()));
   loop_vars_[li] = var;
   Axis a = loop.axis;
@@ -575,8 +607,18 @@ void KernelEmitter::emit_merge(const Loop& loop, const std::vector<Value>& acc,
   if (blk0.size() != n)
     fail(loop.preduce, "preduce: the body has " + std::to_string(blk0.size()) + " parts for " +
                            std::to_string(n) + " reduction components");
+  // Max components whose block terms were computed against the running max.
+  const int li = int(&loop - kernel_.loops.data());
+  std::map<size_t, const Shift*> shifted;
+  NodeId child = p_.children(loop.preduce)[0];
+  for (size_t j = 0; j < n; ++j) {
+    NodeId part = p_.node(child).op == Op::Tuple ? p_.children(child)[j] : child;
+    auto it = shifts_.find(part.v);
+    if (it != shifts_.end() && it->second.loop == li && it->second.emitted) shifted.emplace(j, &it->second);
+  }
   std::vector<Value> blk(n);
-  for (size_t i = 0; i < n; ++i) blk[i] = bind(to_float(blk0[i]), acc[i].expr.text + "_blk");
+  for (size_t i = 0; i < n; ++i)
+    if (!shifted.count(i)) blk[i] = bind(to_float(blk0[i]), acc[i].expr.text + "_blk");
 
   std::vector<bool> read(n, false);
   for (const RedComponent& c : comps) {
@@ -600,7 +642,9 @@ void KernelEmitter::emit_merge(const Loop& loop, const std::vector<Value>& acc,
 
   for (size_t i = 0; i < n; ++i) {
     if (comps[i].repair != Repair::None) continue;
-    if (comps[i].base == RedBase::Add)
+    if (shifted.count(i))
+      assign(i, shifted.at(i)->m_new);
+    else if (comps[i].base == RedBase::Add)
       assign(i, binary(acc[i], "+", kSum, blk[i]));
     else
       assign(i, call("tl.maximum", acc[i], blk[i]));
@@ -611,6 +655,16 @@ void KernelEmitter::emit_merge(const Loop& loop, const std::vector<Value>& acc,
   for (size_t i = 0; i < n; ++i) {
     if (comps[i].repair != Repair::ExpSum) continue;
     size_t j = comps[i].arg0;
+    if (shifted.count(j)) {
+      // The block is against the running max already: only the state is
+      // rescaled (exp(-inf - m) is 0 for an empty state; m is finite).
+      if (!scales.count(j)) {
+        Value alpha = bind(call("tl.exp", binary(acc[j], "-", kSum, shifted.at(j)->m_use)), "alpha");
+        scales.emplace(j, std::make_pair(alpha, Value{}));
+      }
+      assign(i, binary(binary(acc[i], "*", kProduct, scales.at(j).first), "+", kSum, blk[i]));
+      continue;
+    }
     if (!scales.count(j)) {
       auto scale = [&](const Value& m) {
         return where(compare(m, "==", literal(neg_inf)), literal(0),
@@ -688,7 +742,11 @@ void KernelEmitter::write(CodeWriter& w) {
   emit_block(kernel_.body, -1);
   for (const Store& st : kernel_.stores) emit_store(st);
 
-  // Parameters: pointers, strides, extents, then the compile-time sizes.
+  // Parameters: pointers, then the compile-time strides, extents and sizes.
+  // Strides and extents are constexprs: shapes are fixed per module and the
+  // strides of a given caller's tensors rarely change, and with them known
+  // Triton folds the address and bound arithmetic of every tile (a new stride
+  // set compiles another specialization; it is never wrong).
   std::vector<std::string> lines;
   std::vector<std::string> ptrs;
   for (int b : sig_.buffers) ptrs.push_back(names_.ptr(b));
@@ -696,16 +754,18 @@ void KernelEmitter::write(CodeWriter& w) {
   for (int b : sig_.buffers) {
     std::vector<std::string> s;
     for (Symbol d : lp_.buffers[size_t(b)].layout)
-      if (sig_.strides[b].count(d)) s.push_back(names_.stride(b, d));
+      if (sig_.strides[b].count(d)) s.push_back(names_.stride(b, d) + ": tl.constexpr");
     for (const std::string& l : wrap(s)) lines.push_back(l);
   }
   std::vector<std::string> ext;
   for (const DimInfo& d : p_.dims.all())
-    if (sig_.extents.count(d.name)) ext.push_back(names_.extent(d.name));
+    if (sig_.extents.count(d.name)) ext.push_back(names_.extent(d.name) + ": tl.constexpr");
   for (const std::string& l : wrap(ext)) lines.push_back(l);
   std::vector<std::string> cx;
   for (Axis a : lp_.axes)
     if (sig_.blocks.count(a)) cx.push_back(names_.block(a) + ": tl.constexpr");
+  for (Axis a : lp_.axes)
+    if (sig_.evens.count(a)) cx.push_back(names_.even(a) + ": tl.constexpr");
   std::vector<std::pair<std::pair<int, int>, std::string>> tiles;
   for (const auto& [key, dot] : sig_.tiles) {
     Symbol d = Symbol::from_raw(key.first);

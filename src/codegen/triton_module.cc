@@ -290,6 +290,15 @@ class ModuleWriter {
     }
     std::sort(tiles.begin(), tiles.end());
     for (const auto& [order, text] : tiles) kw.push_back(text);
+    for (Axis a : lp_.axes) {
+      if (!sig.evens.count(a)) continue;
+      // The same tile size as TILE_ above, so the flag is true exactly when
+      // every mask of a's blocks holds.
+      bool dot = sig.tiles.count({a.dim.raw(), a.level + 1}) && sig.tiles.at({a.dim.raw(), a.level + 1});
+      std::string block = block_value(a), pow2 = "triton.next_power_of_2(" + block + ")";
+      kw.push_back(names_.even(a) + "=" + split_value(a) + " % " + block + " == 0 and " +
+                   (dot ? "max(16, " + pow2 + ")" : pow2) + " == " + block);
+    }
     if (sig.input_precision) kw.push_back("INPUT_PRECISION=input_precision");
     // Keyword arguments, wrapped.
     std::string line;

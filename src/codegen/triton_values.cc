@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "codegen/triton_emit.h"
 
@@ -29,6 +31,21 @@ DType arith_dtype(std::span<const Value* const> values) {
   return DType::F32;
 }
 
+// v as an integer operand: an i32 tile as it is, a literal with an integral
+// value as a Python int; nullopt for anything else.
+std::optional<Value> as_integer(const Value& v) {
+  if (!v.literal) return v.dtype == DType::I32 ? std::optional<Value>(v) : std::nullopt;
+  const std::string& text = v.expr.text;
+  char* end = nullptr;
+  double x = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || x != std::floor(x) || std::fabs(x) >= 2147483648.0)
+    return std::nullopt;
+  Value out = v;
+  out.expr = Expr{std::to_string(static_cast<long long>(x)), x < 0 ? kUnary : kAtom};
+  out.dtype = DType::I32;
+  return out;
+}
+
 }  // namespace
 
 const std::string& ModuleNames::named(Kind kind, uint32_t a, uint32_t b, const std::string& hint) const {
@@ -49,6 +66,9 @@ const std::string& ModuleNames::count(Axis a) const {
 }
 const std::string& ModuleNames::block_param(Axis a) const {
   return named(Kind::BlockParam, a.dim.raw(), a.level, "block_" + py_ident(a.name()));
+}
+const std::string& ModuleNames::even(Axis a) const {
+  return named(Kind::Even, a.dim.raw(), a.level, "EVEN_" + py_upper(a.name()));
 }
 const std::string& ModuleNames::tile(const DimView& v) const {
   std::string hint = v.depth == 0 ? py_upper(v.dim.str()) : py_upper(Axis{v.dim, uint8_t(v.depth - 1)}.name());
@@ -139,11 +159,15 @@ Expr KernelEmitter::expand(const Value& v, const std::vector<DimView>& to) const
 }
 
 Value KernelEmitter::binary(const Value& a0, std::string_view op, int prec, const Value& b0) const {
-  Value a = to_float(a0), b = to_float(b0);
+  // Sums and differences of i32 tiles (index arithmetic: iota differences in
+  // masks) stay integer: exact, and no conversions per element.
+  std::optional<Value> ia = as_integer(a0), ib = as_integer(b0);
+  bool integer = (op == "+" || op == "-") && ia && ib && !(a0.literal && b0.literal);
+  Value a = integer ? *ia : to_float(a0), b = integer ? *ib : to_float(b0);
   const Value* args[] = {&a, &b};
   Value out;
   out.dims = union_dims(args);
-  out.dtype = arith_dtype(args);
+  out.dtype = integer ? DType::I32 : arith_dtype(args);
   std::string left = at_least(expand(a, out.dims), prec);
   std::string right = at_least(expand(b, out.dims), prec + 1);
   out.expr = Expr{left + " " + std::string(op) + " " + right, prec};
@@ -155,6 +179,11 @@ Value KernelEmitter::compare(const Value& a0, std::string_view op, const Value& 
   // bf16 as uint16 and would compare the bit patterns.
   auto operand = [&](const Value& v) { return v.dtype == DType::BF16 && !v.literal ? to_float(v) : v; };
   Value a = operand(a0), b = operand(b0);
+  // An i32 tile against an integral literal: an integer comparison.
+  if (!a0.literal && a0.dtype == DType::I32 && b0.literal)
+    if (std::optional<Value> ib = as_integer(b0)) b = *ib;
+  if (!b0.literal && b0.dtype == DType::I32 && a0.literal)
+    if (std::optional<Value> ia = as_integer(a0)) a = *ia;
   const Value* args[] = {&a, &b};
   Value out;
   out.dims = union_dims(args);

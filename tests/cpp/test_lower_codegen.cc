@@ -89,9 +89,35 @@ TEST(TritonEmit, UsesDotForTwoDimensionalTilesAndTheRepairInTheLoop) {
       << m;
   EXPECT_NE(m.find("for t0 in range(0, tl.cdiv(T, BLOCK_T0)):"), std::string::npos) << m;
   EXPECT_NE(m.find("m_new = tl.maximum(m, m_blk)"), std::string::npos) << m;
-  EXPECT_NE(m.find("alpha = tl.where(m == float(\"-inf\"), 0.0, tl.exp(m - m_new))"), std::string::npos) << m;
+  // The block's terms are against the running max: only the state is rescaled.
+  EXPECT_NE(m.find("p_blk = tl.exp(scores - m_shift[:, None])"), std::string::npos) << m;
+  EXPECT_NE(m.find("alpha = tl.exp(m - m_shift)"), std::string::npos) << m;
+  EXPECT_NE(m.find("state_2 = state_2 * alpha[:, None] + dot_2"), std::string::npos) << m;
+  EXPECT_EQ(m.find("beta"), std::string::npos) << m;
   EXPECT_NE(m.find("def forward(q, k, v, *, block_s0=None, block_t0=None"), std::string::npos) << m;
   EXPECT_NE(m.find("UNIT_AXES = (\"h.0\",)"), std::string::npos) << m;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(TritonEmit, KeepsTheBlockMaxWhenATermIsNotOfDegreeOneInIt) {
+  // sum(p * p) scales with exp(-2 m): computed against the running max it
+  // would be off by exp(m_blk - m_new) once more, so the block keeps its own
+  // max and both sides are rescaled (alpha and beta).
+  std::string text = read_file("examples/attention/flash.eqf");
+  std::string from = "(sum t p_blk)";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), "(sum t (mul p_blk p_blk))");
+  std::string m = emit_triton(parse_and_check(text, "squared.eqf"));
+  EXPECT_NE(m.find("p_blk = tl.exp(scores - m_blk[:, None])"), std::string::npos) << m;
+  EXPECT_NE(m.find("beta = tl.where(m_blk == float(\"-inf\"), 0.0, tl.exp(m_blk - m_new))"), std::string::npos)
+      << m;
+  EXPECT_EQ(m.find("m_shift"), std::string::npos) << m;
 }
 
 TEST(TritonEmit, FallsBackToBroadcastProductForThreeDimensionalTiles) {
@@ -122,13 +148,6 @@ TEST(TritonEmit, OpWithoutAKernelFormIsAnErrorNamingIt) {
 }
 
 // ---- golden modules -------------------------------------------------------------------
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void check_golden(const std::string& example, const std::string& golden) {
   Program p = parse_and_check_file(example);

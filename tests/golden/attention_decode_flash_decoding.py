@@ -37,14 +37,16 @@ def _check_input(tensor, name, shape, dtype):
 @triton.jit
 def states_kernel(
     q_ptr, k_ptr, v_ptr, states_0_ptr, states_1_ptr, states_2_ptr,
-    stride_q_h, stride_q_e,
-    stride_k_h, stride_k_t, stride_k_e,
-    stride_v_h, stride_v_t, stride_v_f,
-    stride_states_0_c_t0, stride_states_0_h,
-    stride_states_1_c_t0, stride_states_1_h,
-    stride_states_2_c_t0, stride_states_2_h, stride_states_2_f,
-    T, E, F,
-    BLOCK_T0: tl.constexpr, TILE_T0: tl.constexpr, TILE_E: tl.constexpr, TILE_F: tl.constexpr,
+    stride_q_h: tl.constexpr, stride_q_e: tl.constexpr,
+    stride_k_h: tl.constexpr, stride_k_t: tl.constexpr, stride_k_e: tl.constexpr,
+    stride_v_h: tl.constexpr, stride_v_t: tl.constexpr, stride_v_f: tl.constexpr,
+    stride_states_0_c_t0: tl.constexpr, stride_states_0_h: tl.constexpr,
+    stride_states_1_c_t0: tl.constexpr, stride_states_1_h: tl.constexpr,
+    stride_states_2_c_t0: tl.constexpr, stride_states_2_h: tl.constexpr,
+    stride_states_2_f: tl.constexpr,
+    T: tl.constexpr, E: tl.constexpr, F: tl.constexpr,
+    BLOCK_T0: tl.constexpr, EVEN_T0: tl.constexpr, TILE_T0: tl.constexpr, TILE_E: tl.constexpr,
+    TILE_F: tl.constexpr,
 ):
     # Collected states states, one row of c_t.0 per program; grid over t.0, h.0. It implements:
     # q_tile = (replicate t.0 (partition h.0 h q))
@@ -60,7 +62,7 @@ def states_kernel(
     offs_e = tl.arange(0, TILE_E)
     mask_e = offs_e < E
     offs_t = pid_t0 * BLOCK_T0 + tl.arange(0, TILE_T0)
-    mask_t = (offs_t < T) & (tl.arange(0, TILE_T0) < BLOCK_T0)
+    mask_t = tl.full((TILE_T0,), True, tl.int1) if EVEN_T0 else (offs_t < T) & (tl.arange(0, TILE_T0) < BLOCK_T0)
     offs_f = tl.arange(0, TILE_F)
     mask_f = offs_f < F
     q_tile = tl.load(q_ptr + offs_h * stride_q_h + offs_e * stride_q_e, mask=mask_e, other=0.0)
@@ -91,11 +93,12 @@ def states_kernel(
 @triton.jit
 def o_kernel(
     states_0_ptr, states_1_ptr, states_2_ptr, o_ptr,
-    stride_states_0_c_t0, stride_states_0_h,
-    stride_states_1_c_t0, stride_states_1_h,
-    stride_states_2_c_t0, stride_states_2_h, stride_states_2_f,
-    stride_o_h, stride_o_f,
-    F, C_T0,
+    stride_states_0_c_t0: tl.constexpr, stride_states_0_h: tl.constexpr,
+    stride_states_1_c_t0: tl.constexpr, stride_states_1_h: tl.constexpr,
+    stride_states_2_c_t0: tl.constexpr, stride_states_2_h: tl.constexpr,
+    stride_states_2_f: tl.constexpr,
+    stride_o_h: tl.constexpr, stride_o_f: tl.constexpr,
+    F: tl.constexpr, C_T0: tl.constexpr,
     TILE_F: tl.constexpr, TILE_C_T0: tl.constexpr,
 ):
     # Output o; grid over h.0. It implements:
@@ -158,6 +161,7 @@ def forward(q, k, v, *, block_t0=None, num_warps=4, num_stages=2, input_precisio
         T, E, F,
         BLOCK_T0=block_t0, TILE_T0=triton.next_power_of_2(block_t0), TILE_E=triton.next_power_of_2(E),
         TILE_F=triton.next_power_of_2(F),
+        EVEN_T0=T % block_t0 == 0 and triton.next_power_of_2(block_t0) == block_t0,
         num_warps=num_warps, num_stages=num_stages,
     )
     # o_kernel: grid over h.0.

@@ -37,14 +37,14 @@ def _check_input(tensor, name, shape, dtype):
 @triton.jit
 def o_kernel(
     q_ptr, k_ptr, v_ptr, o_ptr,
-    stride_q_h, stride_q_s, stride_q_e,
-    stride_k_h, stride_k_t, stride_k_e,
-    stride_v_h, stride_v_t, stride_v_f,
-    stride_o_h, stride_o_s, stride_o_f,
-    S, T, E, F,
-    BLOCK_S0: tl.constexpr, BLOCK_T0: tl.constexpr, TILE_S0: tl.constexpr,
-    TILE_T0: tl.constexpr, TILE_E: tl.constexpr, TILE_F: tl.constexpr,
-    INPUT_PRECISION: tl.constexpr,
+    stride_q_h: tl.constexpr, stride_q_s: tl.constexpr, stride_q_e: tl.constexpr,
+    stride_k_h: tl.constexpr, stride_k_t: tl.constexpr, stride_k_e: tl.constexpr,
+    stride_v_h: tl.constexpr, stride_v_t: tl.constexpr, stride_v_f: tl.constexpr,
+    stride_o_h: tl.constexpr, stride_o_s: tl.constexpr, stride_o_f: tl.constexpr,
+    S: tl.constexpr, T: tl.constexpr, E: tl.constexpr, F: tl.constexpr,
+    BLOCK_S0: tl.constexpr, BLOCK_T0: tl.constexpr, EVEN_S0: tl.constexpr,
+    EVEN_T0: tl.constexpr, TILE_S0: tl.constexpr, TILE_T0: tl.constexpr, TILE_E: tl.constexpr,
+    TILE_F: tl.constexpr, INPUT_PRECISION: tl.constexpr,
 ):
     # Output o; grid over s.0, h.0, loops over t.0. It implements:
     # q_tile = (partition s.0 s (partition h.0 h (replicate t.0 q)))
@@ -60,7 +60,7 @@ def o_kernel(
     pid_h0 = tl.program_id(1)
     offs_h = pid_h0
     offs_s = pid_s0 * BLOCK_S0 + tl.arange(0, TILE_S0)
-    mask_s = (offs_s < S) & (tl.arange(0, TILE_S0) < BLOCK_S0)
+    mask_s = tl.full((TILE_S0,), True, tl.int1) if EVEN_S0 else (offs_s < S) & (tl.arange(0, TILE_S0) < BLOCK_S0)
     offs_e = tl.arange(0, TILE_E)
     mask_e = offs_e < E
     offs_f = tl.arange(0, TILE_F)
@@ -75,7 +75,7 @@ def o_kernel(
     state_2 = tl.zeros((TILE_S0, TILE_F), dtype=tl.float32)
     for t0 in range(0, tl.cdiv(T, BLOCK_T0)):
         offs_t = t0 * BLOCK_T0 + tl.arange(0, TILE_T0)
-        mask_t = (offs_t < T) & (tl.arange(0, TILE_T0) < BLOCK_T0)
+        mask_t = tl.full((TILE_T0,), True, tl.int1) if EVEN_T0 else (offs_t < T) & (tl.arange(0, TILE_T0) < BLOCK_T0)
         k_tile = tl.load(
             k_ptr + offs_h * stride_k_h + offs_t[:, None] * stride_k_t + offs_e[None, :] * stride_k_e,
             mask=mask_t[:, None] & mask_e[None, :], other=0.0,
@@ -83,18 +83,19 @@ def o_kernel(
         dot = tl.dot(q_tile, tl.trans(k_tile), input_precision=INPUT_PRECISION)
         scores = dot * 0.35355339059327373
         m_blk = tl.max(tl.where(mask_t[None, :], scores, float("-inf")), axis=1)
-        p_blk = tl.exp(scores - m_blk[:, None])
+        # m: the block's terms against the running max (no rescaling of the block)
+        m_new = tl.maximum(m, m_blk)
+        m_shift = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p_blk = tl.exp(scores - m_shift[:, None])
         v_tile = tl.load(
             v_ptr + offs_h * stride_v_h + offs_t[:, None] * stride_v_t + offs_f[None, :] * stride_v_f,
             mask=mask_t[:, None] & mask_f[None, :], other=0.0,
         )
         dot_2 = tl.dot(tl.where(mask_t[None, :], p_blk, 0.0), v_tile, input_precision=INPUT_PRECISION)
         state_1_blk = tl.sum(tl.where(mask_t[None, :], p_blk, 0.0), axis=1)
-        m_new = tl.maximum(m, m_blk)
-        alpha = tl.where(m == float("-inf"), 0.0, tl.exp(m - m_new))
-        beta = tl.where(m_blk == float("-inf"), 0.0, tl.exp(m_blk - m_new))
-        state_1 = state_1 * alpha + tl.where(m_blk == float("-inf"), 0.0, state_1_blk) * beta
-        state_2 = state_2 * alpha[:, None] + tl.where((m_blk == float("-inf"))[:, None], 0.0, dot_2) * beta[:, None]
+        alpha = tl.exp(m - m_shift)
+        state_1 = state_1 * alpha + state_1_blk
+        state_2 = state_2 * alpha[:, None] + dot_2
         m = m_new
     tl.store(
         o_ptr + offs_h * stride_o_h + offs_s[:, None] * stride_o_s + offs_f[None, :] * stride_o_f,
@@ -131,7 +132,10 @@ def forward(q, k, v, *, block_s0=None, block_t0=None, num_warps=4, num_stages=2,
         S, T, E, F,
         BLOCK_S0=block_s0, BLOCK_T0=block_t0, TILE_S0=max(16, triton.next_power_of_2(block_s0)),
         TILE_T0=max(16, triton.next_power_of_2(block_t0)), TILE_E=max(16, triton.next_power_of_2(E)),
-        TILE_F=max(16, triton.next_power_of_2(F)), INPUT_PRECISION=input_precision,
+        TILE_F=max(16, triton.next_power_of_2(F)),
+        EVEN_S0=S % block_s0 == 0 and max(16, triton.next_power_of_2(block_s0)) == block_s0,
+        EVEN_T0=T % block_t0 == 0 and max(16, triton.next_power_of_2(block_t0)) == block_t0,
+        INPUT_PRECISION=input_precision,
         num_warps=num_warps, num_stages=num_stages,
     )
     return (o,)

@@ -35,14 +35,15 @@ def _check_input(tensor, name, shape, dtype):
 @triton.jit
 def y_kernel(
     x_ptr, g_ptr, w1_ptr, w2_ptr, y_ptr,
-    stride_x_m, stride_x_k,
-    stride_g_k,
-    stride_w1_k, stride_w1_n,
-    stride_w2_k, stride_w2_n,
-    stride_y_m, stride_y_n,
-    M, K, N,
-    BLOCK_K0: tl.constexpr, BLOCK_N0: tl.constexpr, TILE_M: tl.constexpr, TILE_K0: tl.constexpr,
-    TILE_N0: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    stride_x_m: tl.constexpr, stride_x_k: tl.constexpr,
+    stride_g_k: tl.constexpr,
+    stride_w1_k: tl.constexpr, stride_w1_n: tl.constexpr,
+    stride_w2_k: tl.constexpr, stride_w2_n: tl.constexpr,
+    stride_y_m: tl.constexpr, stride_y_n: tl.constexpr,
+    M: tl.constexpr, K: tl.constexpr, N: tl.constexpr,
+    BLOCK_K0: tl.constexpr, BLOCK_N0: tl.constexpr, EVEN_K0: tl.constexpr,
+    EVEN_N0: tl.constexpr, TILE_M: tl.constexpr, TILE_K0: tl.constexpr, TILE_N0: tl.constexpr,
+    INPUT_PRECISION: tl.constexpr,
 ):
     # Output y; grid over n.0, loops over k.0. It implements:
     # x_tile = (partition k.0 k (replicate n.0 x))
@@ -56,14 +57,14 @@ def y_kernel(
     offs_m = tl.arange(0, TILE_M)
     mask_m = offs_m < M
     offs_n = pid_n0 * BLOCK_N0 + tl.arange(0, TILE_N0)
-    mask_n = (offs_n < N) & (tl.arange(0, TILE_N0) < BLOCK_N0)
+    mask_n = tl.full((TILE_N0,), True, tl.int1) if EVEN_N0 else (offs_n < N) & (tl.arange(0, TILE_N0) < BLOCK_N0)
     # preduce over k.0 with (+ + +): running state sums_0, sums_1, sums_2
     sums_0 = tl.zeros((TILE_M,), dtype=tl.float32)
     sums_1 = tl.zeros((TILE_M, TILE_N0), dtype=tl.float32)
     sums_2 = tl.zeros((TILE_M, TILE_N0), dtype=tl.float32)
     for k0 in range(0, tl.cdiv(K, BLOCK_K0)):
         offs_k = k0 * BLOCK_K0 + tl.arange(0, TILE_K0)
-        mask_k = (offs_k < K) & (tl.arange(0, TILE_K0) < BLOCK_K0)
+        mask_k = tl.full((TILE_K0,), True, tl.int1) if EVEN_K0 else (offs_k < K) & (tl.arange(0, TILE_K0) < BLOCK_K0)
         x_tile = tl.load(
             x_ptr + offs_m[:, None] * stride_x_m + offs_k[None, :] * stride_x_k,
             mask=mask_m[:, None] & mask_k[None, :], other=0.0,
@@ -122,7 +123,10 @@ def forward(x, g, w1, w2, *, block_k0=None, block_n0=None, num_warps=4, num_stag
         M, K, N,
         BLOCK_K0=block_k0, BLOCK_N0=block_n0, TILE_M=max(16, triton.next_power_of_2(M)),
         TILE_K0=max(16, triton.next_power_of_2(block_k0)),
-        TILE_N0=max(16, triton.next_power_of_2(block_n0)), INPUT_PRECISION=input_precision,
+        TILE_N0=max(16, triton.next_power_of_2(block_n0)),
+        EVEN_K0=K % block_k0 == 0 and max(16, triton.next_power_of_2(block_k0)) == block_k0,
+        EVEN_N0=N % block_n0 == 0 and max(16, triton.next_power_of_2(block_n0)) == block_n0,
+        INPUT_PRECISION=input_precision,
         num_warps=num_warps, num_stages=num_stages,
     )
     return (y,)
