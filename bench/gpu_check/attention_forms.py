@@ -6,6 +6,7 @@ flushed). It is a measurement of where the emitted kernel loses, not a
 kernel of eqiforge's: nothing in the package uses it.
 
     python3 bench/gpu_check/attention_forms.py OUT.json [b1]
+    (FORMS_ONLY=emitted,split: those forms only; FORMS_LIMIT_S: seconds per form)
 
 Forms of the probe (flags of one kernel):
   block    the emitted kernel's merge: each block's max, exp against it, and
@@ -150,7 +151,8 @@ def main(path, label="b1"):
     # The probe runs one head of one batch per program row: [B*H, S, D].
     q3, k3, v3 = (t.reshape(-1, t.shape[-2], t.shape[-1]).contiguous() for t in (q, k, v))
     grid = GRID if DEVICE == "cuda" else GRID[:1]
-    for form in ["emitted", *FORMS]:
+    only = __import__("os").environ.get("FORMS_ONLY")
+    for form in only.split(",") if only else ["emitted", *FORMS]:
         start = time.monotonic()
         for cfg in grid:
             if time.monotonic() - start > LIMIT_S:
