@@ -510,11 +510,7 @@ void KernelEmitter::emit_loop(int li, int scope) {
   RedId red = attr_red(p_.node(loop.preduce).attrs, 1);
 
   // Accumulators named after the block values they gather.
-  std::vector<NodeId> parts;
-  if (p_.node(child).op == Op::Tuple)
-    for (NodeId c : p_.children(child)) parts.push_back(c);
-  else
-    parts.push_back(child);
+  std::vector<NodeId> parts = loop_parts(p_, loop);
   Symbol pname = p_.name_of(loop.preduce);
   size_t comment_at = block(scope).body.size();
   std::vector<Value> acc;
@@ -610,10 +606,9 @@ void KernelEmitter::emit_merge(const Loop& loop, const std::vector<Value>& acc,
   // Max components whose block terms were computed against the running max.
   const int li = int(&loop - kernel_.loops.data());
   std::map<size_t, const Shift*> shifted;
-  NodeId child = p_.children(loop.preduce)[0];
-  for (size_t j = 0; j < n; ++j) {
-    NodeId part = p_.node(child).op == Op::Tuple ? p_.children(child)[j] : child;
-    auto it = shifts_.find(part.v);
+  std::vector<NodeId> parts = loop_parts(p_, loop);
+  for (size_t j = 0; j < n && j < parts.size(); ++j) {
+    auto it = shifts_.find(parts[j].v);
     if (it != shifts_.end() && it->second.loop == li && it->second.emitted) shifted.emplace(j, &it->second);
   }
   std::vector<Value> blk(n);

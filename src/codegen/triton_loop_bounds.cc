@@ -91,12 +91,7 @@ class BlockConstants {
 // nothing to the loop's state: each component is its reduction's identity,
 // or (exp-sum) its max component is -inf, which the merge counts as empty.
 bool skipping_is_exact(const Program& p, const Loop& loop, NodeId where, int literal_child) {
-  NodeId body = p.children(loop.preduce)[0];
-  std::vector<NodeId> parts;
-  if (p.node(body).op == Op::Tuple)
-    for (NodeId c : p.children(body)) parts.push_back(c);
-  else
-    parts.push_back(body);
+  std::vector<NodeId> parts = loop_parts(p, loop);
   if (parts.size() != loop.accumulators.size()) return false;
   BlockConstants block(p, where, literal_child);
   const double neg_inf = -std::numeric_limits<double>::infinity();

@@ -102,12 +102,7 @@ bool computed_in(const Block& b, NodeId n) {
 
 std::vector<size_t> KernelEmitter::running_max_components(int li) const {
   const Loop& loop = kernel_.loops[size_t(li)];
-  NodeId child = p_.children(loop.preduce)[0];
-  std::vector<NodeId> parts;
-  if (p_.node(child).op == Op::Tuple)
-    for (NodeId c : p_.children(child)) parts.push_back(c);
-  else
-    parts.push_back(child);
+  std::vector<NodeId> parts = loop_parts(p_, loop);
   const size_t n = loop.accumulators.size();
   if (parts.size() != n) return {};
   std::vector<size_t> out;

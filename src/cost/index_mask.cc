@@ -160,12 +160,7 @@ std::optional<Axis> blocking_axis(const TensorType& t, Symbol d, int& count) {
 
 std::optional<LoopMaskTerms> find_loop_mask_terms(const Program& p, const Kernel& k, int loop) {
   const Loop& l = k.loops[size_t(loop)];
-  NodeId body = p.children(l.preduce)[0];
-  std::vector<NodeId> components;
-  if (p.node(body).op == Op::Tuple)
-    for (NodeId c : p.children(body)) components.push_back(c);
-  else
-    components.push_back(body);
+  std::vector<NodeId> components = loop_parts(p, l);
 
   std::vector<std::unordered_set<uint32_t>> reached(components.size());
   for (size_t i = 0; i < components.size(); ++i) reach(p, components[i], reached[i]);

@@ -430,6 +430,13 @@ void KernelBuilder::visit_preduce(NodeId n, int scope) {
 
 }  // namespace
 
+std::vector<NodeId> loop_parts(const Program& p, const Loop& loop) {
+  NodeId body = p.children(loop.preduce)[0];
+  if (p.node(body).op != Op::Tuple) return {body};
+  auto kids = p.children(body);
+  return std::vector<NodeId>(kids.begin(), kids.end());
+}
+
 LoweredProgram lower_program(const Program& p, const LowerOptions& options) {
   return Lowering(p, options).run();
 }

@@ -133,6 +133,10 @@ struct LoweredProgram {
   std::vector<Axis> axes;  // every axis the kernels use, unit ones included (axes_of order)
 };
 
+// The values a loop's body gives its state, one per component: the children
+// of the preduce's tuple, or the preduce's child itself.
+std::vector<NodeId> loop_parts(const Program& p, const Loop& loop);
+
 // Forms the kernels of a type-checked program. Throws eqf::Error at the
 // offending node for structures that have no kernel form, naming the node and
 // why ("lowering: combine of m.0 inside a loop over k.0 ...").
