@@ -21,7 +21,8 @@ Every job ends as one ``Outcome.kind``:
              ``traceback.format_exception_only`` writes it)
     died     the worker process ended during the job; ``detail`` says how:
              ``worker process died (killed by signal 9)``, ``... (exit 3)``
-    timeout  the job ran past ``timeout_s``; ``detail``: ``ran past 60 s``
+    timeout  the job ran past ``timeout_s`` (killed, or finished too late);
+             ``detail``: ``ran past 60 s``
 
 ``seconds`` is the job's wall time as the pool measured it (from the moment it
 was handed to a worker).
@@ -116,8 +117,11 @@ def run(jobs, work, args=(), *, workers: int = 1, timeout_s: float, init=None, p
                 if not w.busy and pending:
                     w.give(pending.pop())
             busy = [w for w in pool if w.busy]
+            # Wake at the first deadline, so a limit shorter than poll_s holds.
+            first_deadline = min(w.started + timeout_s for w in busy)
+            wait_s = max(0.0, min(poll_s, first_deadline - time.monotonic()))
             ready = multiprocessing.connection.wait([w.parent for w in busy] + [w.process.sentinel for w in busy],
-                                                    timeout=poll_s)
+                                                    timeout=wait_s)
             for i, w in enumerate(pool):
                 if not w.busy:
                     continue
@@ -130,6 +134,10 @@ def run(jobs, work, args=(), *, workers: int = 1, timeout_s: float, init=None, p
                     else:
                         outcome = Outcome(w.job, kind, payload if kind == "done" else None,
                                           payload if kind != "done" else "")
+                        if time.monotonic() - w.started > timeout_s:
+                            # Finished, but past the limit: the limit is what the
+                            # caller asked for, whatever the job's result.
+                            outcome = Outcome(w.job, "timeout", detail=f"ran past {timeout_s:g} s")
                 if outcome is None and not w.process.is_alive():
                     outcome = Outcome(w.job, "died", detail=_death(w.process))
                     w.process.join()
