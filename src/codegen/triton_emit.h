@@ -137,6 +137,9 @@ class KernelEmitter {
   Value masked(const Value& v, const DimView& d, double identity);
   // How dim d appears in node n's tiles.
   DimView view_of(NodeId n, Symbol d) const;
+  // The value of an operand node as its user's emitter receives it (a literal
+  // for a constant).
+  TileTuple operand(NodeId c) const;
   // A value used more than once: a variable (assigned here when v is an expression).
   Value bind(const Value& v, std::string_view hint);
   // Reduces dim d of v: tl.sum / tl.max over its axis, padding masked.
@@ -189,6 +192,11 @@ class KernelEmitter {
   struct LoopRange {
     std::string lo, hi;
     std::string mask_name;  // the mask's let name, for the comment
+    // The blocks from full_lo to one before full_hi (within lo..hi), on which
+    // each `holds` where takes its non-literal branch at every position of
+    // the tile: emitted without those wheres. Empty when there are none.
+    std::string full_lo, full_hi;
+    std::map<uint32_t, int> holds;  // where node -> the child it takes there
   };
   std::optional<LoopRange> masked_range(int loop_index, const std::string& count, const std::string& step);
   void emit_merge(const Loop& loop, const std::vector<Value>& acc, const std::vector<Value>& blk);
@@ -205,6 +213,12 @@ class KernelEmitter {
     bool emitted = false;
   };
   std::map<uint32_t, Shift> shifts_;  // block-max node -> its shift
+  // Wheres that take one branch on every block of the loop being emitted
+  // (LoopRange::holds): their value is that branch's.
+  std::map<uint32_t, int> holds_;
+  // Emits one pass of loop li over `range`: the body, then the merge into acc.
+  void emit_loop_pass(int li, int scope, const std::string& var, const std::string& range,
+                      const std::vector<Value>& acc, const std::string& comment);
   void emit_store(const Store& st);
   Value load_part(const Load& ld, int part, const std::string& name);
   std::string address(int b, const Buffer& buf, const std::map<Symbol, Expr>& idx, NodeId at);

@@ -324,6 +324,12 @@ const TileTuple& KernelEmitter::value_of(NodeId n) const {
       "codegen: internal error: " + std::string(op_info(p_.node(n).op).name) + " has no value in scope");
 }
 
+TileTuple KernelEmitter::operand(NodeId c) const {
+  const Type& ct = p_.type(c).get();
+  if (!ct.is_tuple && ct.tensor().literal) return TileTuple{{literal(fold_literal(p_, c))}};
+  return value_of(c);
+}
+
 std::string KernelEmitter::var_hint(NodeId n) const {
   if (Symbol s = p_.name_of(n); s.valid()) return std::string(s.str());
   const Node& node = p_.node(n);
@@ -377,20 +383,22 @@ bool KernelEmitter::reused_through_alias(NodeId n) const {
 void KernelEmitter::emit_compute(NodeId n, int scope) {
   const Node& node = p_.node(n);
   std::vector<TileTuple> kids;
-  for (NodeId c : p_.children(n)) {
-    const Type& ct = p_.type(c).get();
-    if (!ct.is_tuple && ct.tensor().literal)
-      kids.push_back(TileTuple{{literal(fold_literal(p_, c))}});
-    else
-      kids.push_back(value_of(c));
-  }
+  for (NodeId c : p_.children(n)) kids.push_back(operand(c));
   hint_ = var_hint(n);
-  TileTuple v = op_emitter(node.op)(*this, n, kids);
+  auto h = holds_.find(n.v);
+  bool held = h != holds_.end() && kids[size_t(h->second)].parts.size() == 1 &&
+              kids[size_t(h->second)].parts[0].dims == tile_dims(p_.type(n).get().tensor());
+  // A mask that holds on every position of this loop's blocks is its branch.
+  TileTuple v = held ? kids[size_t(h->second)] : op_emitter(node.op)(*this, n, kids);
   bool alias = node.op == Op::Tuple || node.op == Op::Proj || node.op == Op::Replicate;
   if (!alias && v.parts.size() == 1) {
     Value& x = v.parts[0];
-    bool inline_ok =
-        !p_.name_of(n).valid() && uses_[n.v] == 1 && use_scope_[n.v] == scope && x.expr.text.size() <= 60;
+    // The one operand of an exp stays inline whatever its length: the exp
+    // emitter reads a difference's operands (emit_Exp).
+    auto user = user_.find(n.v);
+    bool exp_operand = user != user_.end() && user->second.v != NodeId{}.v && p_.node(user->second).op == Op::Exp;
+    bool inline_ok = !p_.name_of(n).valid() && uses_[n.v] == 1 && use_scope_[n.v] == scope &&
+                     (x.expr.text.size() <= 60 || exp_operand);
     if (!inline_ok) x = bind(x, hint_);
   }
   if (auto it = shifts_.find(n.v); it != shifts_.end() && it->second.loop == scope && v.parts.size() == 1) {
@@ -506,7 +514,6 @@ void KernelEmitter::emit_load(const Load& ld, int scope) {
 
 void KernelEmitter::emit_loop(int li, int scope) {
   const Loop& loop = kernel_.loops[size_t(li)];
-  NodeId child = p_.children(loop.preduce)[0];
   RedId red = attr_red(p_.node(loop.preduce).attrs, 1);
 
   // Accumulators named after the block values they gather.
@@ -541,8 +548,6 @@ void KernelEmitter::emit_loop(int li, int scope) {
     acc.push_back(std::move(v));
   }
 
-  for (size_t j : running_max_components(li)) shifts_[parts[j].v] = Shift{li, acc[j], {}, {}, false};
-
   std::string var = locals_.fresh(py_ident(loop.axis.name()));
   loop_vars_[li] = var;
   Axis a = loop.axis;
@@ -556,38 +561,74 @@ void KernelEmitter::emit_loop(int li, int scope) {
     count = step == "1" ? outer_block : "tl.cdiv(" + outer_block + ", " + step + ")";
   }
   if (step != "1") sig_.blocks.insert(a);
-  auto nested = std::make_unique<StmtBlock>();
-  blocks_[li] = nested.get();
   block(scope).body.insert(block(scope).body.begin() + long(comment_at),
                            {"# preduce over " + a.name() + " with " + reduction_text(red) +
                                 ": running state " + join(acc_names, ", "),
                             nullptr});
-  std::string range = "range(0, " + count + ")";
-  if (a.level == 0) {
-    if (std::optional<LoopRange> r = masked_range(li, count, step)) {
-      std::string lo = r->lo, hi = locals_.fresh("hi_" + var);
-      if (lo != "0") {
-        lo = locals_.fresh("lo_" + var);
-        stmt("# " + a.name() + ": only the blocks where " + r->mask_name +
-             " can hold; the others add nothing to the state");
-        stmt(lo + " = " + r->lo);
-      } else {
-        stmt("# " + a.name() + ": only the blocks where " + r->mask_name +
-             " can hold; the others add nothing to the state");
-      }
-      stmt(hi + " = " + r->hi);
-      range = "range(" + lo + ", " + hi + ")";
-    }
+  std::optional<LoopRange> r;
+  if (a.level == 0) r = masked_range(li, count, step);
+  if (!r) {
+    emit_loop_pass(li, scope, var, "range(0, " + count + ")", acc, "");
+    set_value(loop.preduce, scope, TileTuple{acc});
+    return;
   }
-  block(scope).body.push_back({"for " + var + " in " + range + ":", std::move(nested)});
+  std::string lo = r->lo, hi = locals_.fresh("hi_" + var);
+  if (r->lo != "0") lo = locals_.fresh("lo_" + var);
+  if (r->lo != "0" || r->hi != count) {
+    stmt("# " + a.name() + ": only the blocks where " + r->mask_name +
+         " can hold; the others add nothing to the state");
+  }
+  if (lo != "0") stmt(lo + " = " + r->lo);
+  stmt(hi + " = " + r->hi);
+  // A body emitted more than once must not hold loops of its own (their
+  // state would be emitted twice over).
+  bool nested_loops = false;
+  for (const Loop& l : kernel_.loops) nested_loops = nested_loops || l.parent == li;
+  if (r->holds.empty() || nested_loops) {
+    emit_loop_pass(li, scope, var, "range(" + lo + ", " + hi + ")", acc, "");
+    set_value(loop.preduce, scope, TileTuple{acc});
+    return;
+  }
+  // The blocks on which the mask holds everywhere, in a loop of their own
+  // without it; the blocks around them (the diagonal of a causal mask) keep it.
+  std::string mid_lo = lo, mid_hi = hi;
+  if (!r->full_lo.empty()) {
+    mid_lo = locals_.fresh("full_lo_" + var);
+    stmt(mid_lo + " = tl.minimum(tl.maximum(" + lo + ", " + r->full_lo + "), " + hi + ")");
+  }
+  if (!r->full_hi.empty()) {
+    mid_hi = locals_.fresh("full_hi_" + var);
+    // Both bounds are at least 0: only a lower bound above 0 needs the maximum.
+    std::string end = "tl.minimum(" + hi + ", " + r->full_hi + ")";
+    stmt(mid_hi + " = " + (mid_lo == "0" ? end : "tl.maximum(" + end + ", " + mid_lo + ")"));
+  }
+  const std::string held = "the blocks where " + r->mask_name + " holds everywhere: no mask";
+  if (mid_lo != lo) emit_loop_pass(li, scope, var, "range(" + lo + ", " + mid_lo + ")", acc, "");
+  holds_ = r->holds;
+  emit_loop_pass(li, scope, var, "range(" + mid_lo + ", " + mid_hi + ")", acc, held);
+  holds_.clear();
+  if (mid_hi != hi) emit_loop_pass(li, scope, var, "range(" + mid_hi + ", " + hi + ")", acc, "");
+  set_value(loop.preduce, scope, TileTuple{acc});
+}
 
+void KernelEmitter::emit_loop_pass(int li, int scope, const std::string& var, const std::string& range,
+                                   const std::vector<Value>& acc, const std::string& comment) {
+  const Loop& loop = kernel_.loops[size_t(li)];
+  // A fresh body: the values and indices of an earlier pass are not in scope.
+  for (auto it = values_.begin(); it != values_.end();) it = it->first.second == li ? values_.erase(it) : ++it;
+  for (auto it = indices_.begin(); it != indices_.end();) it = it->first.second == li ? indices_.erase(it) : ++it;
+  std::vector<NodeId> parts = loop_parts(p_, loop);
+  for (size_t j : running_max_components(li)) shifts_[parts[j].v] = Shift{li, acc[j], {}, {}, false};
+  auto nested = std::make_unique<StmtBlock>();
+  blocks_[li] = nested.get();
+  if (!comment.empty()) stmt("# " + comment);
+  block(scope).body.push_back({"for " + var + " in " + range + ":", std::move(nested)});
   current_ = li;
   emit_block(loop.body, li);
   current_ = li;
-  TileTuple blk = value_of(child);
+  TileTuple blk = value_of(p_.children(loop.preduce)[0]);
   emit_merge(loop, acc, blk.parts);
   current_ = scope;
-  set_value(loop.preduce, scope, TileTuple{acc});
 }
 
 // Merges a block's values into the running state, component by component, as

@@ -190,33 +190,69 @@ std::optional<KernelEmitter::LoopRange> KernelEmitter::masked_range(int li, cons
 
   std::vector<std::string> lows, highs;
   std::map<uint32_t, bool> exact;  // where node -> skipping its blocks is exact
+  // Blocks on which a where's every conjunct holds at every position: where
+  // node -> the bounds its conjuncts give; a where with a conjunct of another
+  // form is left out (its mask stays on every block).
+  struct Full {
+    std::vector<std::string> lows, highs;
+    int literal_child = 2;
+    bool ok = true;
+  };
+  std::map<uint32_t, Full> full;
   std::string mask_name;
+  auto parens = [](const std::string& x) {
+    bool atom = x.find(' ') == std::string::npos || (x.rfind("tl.", 0) == 0 && x.back() == ')');
+    return atom ? x : "(" + x + ")";
+  };
   for (const cost::MaskedPredicate& mp : mask->predicates) {
     auto [it, fresh] = exact.emplace(mp.where.v, false);
     if (fresh) it->second = skipping_is_exact(p_, loop, mp.where, mp.literal_child);
-    if (!it->second) continue;
+    Full& f = full[mp.where.v];
+    f.literal_child = mp.literal_child;
+    f.ok = f.ok && mp.complete && mp.predicate.cmp != cost::IndexPredicate::Cmp::Eq;
     // The predicate as integer forms `a*t + rest <= 0` (Lt: + 1; Eq: both signs).
     const cost::IndexPredicate& pr = mp.predicate;
-    if (!is_small_integer(pr.constant)) continue;
-    bool integral = true;
+    bool integral = is_small_integer(pr.constant);
     for (const cost::IndexPredicate::Term& t : pr.terms) integral = integral && is_small_integer(t.coef);
-    if (!integral) continue;
+    if (!integral) {
+      f.ok = false;
+      continue;
+    }
     std::vector<int> signs{1};
     if (pr.cmp == cost::IndexPredicate::Cmp::Eq) signs.push_back(-1);
     for (int sign : signs) {
       int64_t a = 0;
-      Sum rest;  // the smallest value of the other terms over the program's tile
+      Sum rest;      // the smallest value of the other terms over the program's tile
+      Sum rest_max;  // and the largest
       rest.constant = sign * int64_t(std::llround(pr.constant)) + (pr.cmp == cost::IndexPredicate::Cmp::Lt ? 1 : 0);
+      rest_max.constant = rest.constant;
       for (const cost::IndexPredicate::Term& t : pr.terms) {
         int64_t c = sign * int64_t(std::llround(t.coef));
         if (t.role == 0) {
           a += c;
         } else if (t.role == 1) {
           rest.add(c > 0 ? s_lo : s_hi, c);
+          rest_max.add(c > 0 ? s_hi : s_lo, c);
         } else if (c < 0) {
           rest.constant += c * (t.extent - 1);
+        } else {
+          rest_max.constant += c * (t.extent - 1);
         }
       }
+      // Where the predicate holds on all of block j: t <= -rest_max for its
+      // last t, (j + 1)*B - 1 at most, or t >= rest_max for its first, j*B.
+      if (a == 1) {
+        Sum end;  // one past the last t allowed for every row
+        end.add(rest_max, -1);
+        end.constant += 1;
+        f.highs.push_back(step == "1" ? clamp0(end) : parens(clamp0(end)) + " // " + step);
+      } else if (a == -1) {
+        if (!(rest_max.is_constant() && rest_max.constant <= 0))
+          f.lows.push_back(step == "1" ? clamp0(rest_max) : "tl.cdiv(" + clamp0(rest_max) + ", " + step + ")");
+      } else {
+        f.ok = false;
+      }
+      if (!it->second) continue;
       // The block j covers t in [j*B, min((j+1)*B, T) - 1].
       if (a == 1) {  // t <= -rest: blocks up to the one holding -rest
         Sum end;     // one past the last allowed t
@@ -241,13 +277,33 @@ std::optional<KernelEmitter::LoopRange> KernelEmitter::masked_range(int li, cons
       }
     }
   }
-  if (lows.empty() && highs.empty()) return std::nullopt;
   LoopRange r;
+  std::vector<std::string> full_lows, full_highs;
+  for (const auto& [where, f] : full) {
+    if (!f.ok) continue;
+    const NodeId w{where};
+    r.holds.emplace(where, f.literal_child == 2 ? 1 : 2);
+    full_lows.insert(full_lows.end(), f.lows.begin(), f.lows.end());
+    full_highs.insert(full_highs.end(), f.highs.begin(), f.highs.end());
+    if (mask_name.empty()) {
+      Symbol name = p_.name_of(p_.children(w)[0]);
+      if (!name.valid()) name = p_.name_of(w);
+      mask_name = name.valid() ? std::string(name.str()) : "the index mask";
+    }
+  }
+  if (lows.empty() && highs.empty() && r.holds.empty()) return std::nullopt;
   r.mask_name = mask_name;
-  r.lo = lows.empty() ? "0" : lows[0];
-  for (size_t i = 1; i < lows.size(); ++i) r.lo = "tl.maximum(" + r.lo + ", " + lows[i] + ")";
-  r.hi = count;
-  for (const std::string& h : highs) r.hi = "tl.minimum(" + r.hi + ", " + h + ")";
+  auto fold = [](std::string x, const std::vector<std::string>& xs, const char* fn) {
+    for (const std::string& y : xs) x = x.empty() ? y : std::string(fn) + "(" + x + ", " + y + ")";
+    return x;
+  };
+  r.lo = fold("", lows, "tl.maximum");
+  if (r.lo.empty()) r.lo = "0";
+  r.hi = fold(count, highs, "tl.minimum");
+  if (!r.holds.empty()) {
+    r.full_lo = fold("", full_lows, "tl.maximum");
+    r.full_hi = fold("", full_highs, "tl.minimum");
+  }
   return r;
 }
 

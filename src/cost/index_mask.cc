@@ -183,6 +183,7 @@ std::optional<LoopMaskTerms> find_loop_mask_terms(const Program& p, const Kernel
     std::vector<std::pair<IndexPredicate::Cmp, Linear>> preds;
     if (!conjuncts(p, kids[0], preds, literal_child == 1)) continue;
     const TensorType& wt = p.type(w).get().tensor();
+    const size_t first = mask.predicates.size();
     for (auto& [cmp, lin] : preds) {
       IndexPredicate pred;
       pred.cmp = cmp;
@@ -218,6 +219,8 @@ std::optional<LoopMaskTerms> find_loop_mask_terms(const Program& p, const Kernel
       }
       if (ok) mask.predicates.push_back({w, literal_child, pred});
     }
+    const bool complete = mask.predicates.size() - first == preds.size();
+    for (size_t i = first; i < mask.predicates.size(); ++i) mask.predicates[i].complete = complete;
   }
   if (mask.predicates.empty() || !any_loop_term) return std::nullopt;
   return mask;

@@ -20,6 +20,9 @@ struct MaskedPredicate {
   NodeId where;
   int literal_child = 2;
   IndexPredicate predicate;  // role 0: the loop's dim, 1: the grid axis's dim, 2: a whole dim
+  // Every conjunct of the where's predicate has an entry: where they all hold,
+  // the where takes its other branch.
+  bool complete = false;
 };
 struct LoopMaskTerms {
   std::optional<Axis> grid_axis;  // the grid axis of the role-1 terms, if any

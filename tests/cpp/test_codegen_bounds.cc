@@ -1,7 +1,8 @@
 // Loop bounds from index masks: a loop over key blocks visits only the
 // blocks its causal or sliding-window mask can keep, and only when skipping
 // a block is exact (the masked fill makes the block's contribution the
-// identity). The values of these kernels are checked end to end by
+// identity); the blocks on which the mask holds everywhere are a pass of
+// their own without it. The values of these kernels are checked end to end by
 // tests/python/test_codegen_bounds.py.
 #include <gtest/gtest.h>
 
@@ -60,7 +61,11 @@ TEST(LoopBounds, CausalLoopStopsAfterTheProgramsLastRow) {
   EXPECT_TRUE(has(m, "hi_t0 = tl.minimum(tl.cdiv(T, BLOCK_T0), tl.cdiv(tl.minimum((pid_s0 + 1) * BLOCK_S0, S), "
                      "BLOCK_T0))"))
       << m;
-  EXPECT_TRUE(has(m, "for t0 in range(0, hi_t0):")) << m;
+  // The blocks wholly below the diagonal in a pass without the mask, the
+  // diagonal's in a second pass with it.
+  EXPECT_TRUE(has(m, "full_hi_t0 = tl.minimum(hi_t0, (pid_s0 * BLOCK_S0 + 1) // BLOCK_T0)")) << m;
+  EXPECT_TRUE(has(m, "for t0 in range(0, full_hi_t0):")) << m;
+  EXPECT_TRUE(has(m, "for t0 in range(full_hi_t0, hi_t0):")) << m;
   // Rows with no visible key yet: the terms are taken against 0, so they are
   // exp(-inf) = 0 and the state stays empty.
   EXPECT_TRUE(has(m, "m_shift = tl.where(m_new == float(\"-inf\"), 0.0, m_new)")) << m;
@@ -70,20 +75,33 @@ TEST(LoopBounds, CausalLoopStopsAfterTheProgramsLastRow) {
 TEST(LoopBounds, SlidingWindowAlsoStartsLate) {
   std::string m = emit_triton(parse_and_check(causal("(mul (le kt qs) (lt (sub qs kt) 4))"), "window.eqf"));
   EXPECT_TRUE(has(m, "lo_t0 = tl.maximum(pid_s0 * BLOCK_S0 - 3, 0) // BLOCK_T0")) << m;
-  EXPECT_TRUE(has(m, "for t0 in range(lo_t0, hi_t0):")) << m;
+  // Three passes: the window's start and end keep the mask, the blocks
+  // between (every row sees every key) do not.
+  EXPECT_TRUE(has(m, "full_lo_t0 = tl.minimum(tl.maximum(lo_t0, tl.cdiv(tl.maximum(tl.minimum((pid_s0 + 1) * "
+                     "BLOCK_S0, S) - 4, 0), BLOCK_T0)), hi_t0)"))
+      << m;
+  EXPECT_TRUE(has(m, "full_hi_t0 = tl.maximum(tl.minimum(hi_t0, (pid_s0 * BLOCK_S0 + 1) // BLOCK_T0), full_lo_t0)"))
+      << m;
+  EXPECT_TRUE(has(m, "for t0 in range(lo_t0, full_lo_t0):")) << m;
+  EXPECT_TRUE(has(m, "for t0 in range(full_lo_t0, full_hi_t0):")) << m;
+  EXPECT_TRUE(has(m, "for t0 in range(full_hi_t0, hi_t0):")) << m;
 }
 
 TEST(LoopBounds, EqualityBoundsBothEnds) {
   std::string m = emit_triton(parse_and_check(causal("(eq kt qs)"), "diagonal.eqf"));
   EXPECT_TRUE(has(m, "for t0 in range(lo_t0, hi_t0):")) << m;
+  EXPECT_FALSE(has(m, "full_")) << m;  // t == s never holds on a whole block of more than one key
 }
 
 TEST(LoopBounds, NoBoundsWhenTheFillIsNotEmpty) {
   // A fill of 0 gives exp(0 - 0) = 1 per masked key: masked blocks add to the
   // sums, so they must be visited.
   std::string m = emit_triton(parse_and_check(causal("(le kt qs)", "0"), "fill.eqf"));
-  EXPECT_TRUE(has(m, "for t0 in range(0, tl.cdiv(T, BLOCK_T0)):")) << m;
-  EXPECT_FALSE(has(m, "hi_t0")) << m;
+  EXPECT_TRUE(has(m, "hi_t0 = tl.cdiv(T, BLOCK_T0)")) << m;
+  EXPECT_FALSE(has(m, "only the blocks where")) << m;
+  // Every block is visited, and where the mask holds everywhere it is left out.
+  EXPECT_TRUE(has(m, "for t0 in range(0, full_hi_t0):")) << m;
+  EXPECT_TRUE(has(m, "for t0 in range(full_hi_t0, hi_t0):")) << m;
 }
 
 TEST(LoopBounds, NoBoundsForAPlainSumOfAMaskedNonzeroFill) {
@@ -96,8 +114,9 @@ TEST(LoopBounds, NoBoundsForAPlainSumOfAMaskedNonzeroFill) {
   one.replace(one.find("FILL"), 4, "1");
   std::string with_zero = emit_triton(parse_and_check(zero, "zero.eqf"));
   std::string with_one = emit_triton(parse_and_check(one, "one.eqf"));
-  EXPECT_TRUE(has(with_zero, "for t0 in range(0, hi_t0):")) << with_zero;  // zeros add nothing
-  EXPECT_FALSE(has(with_one, "hi_t0")) << with_one;                         // ones do
+  EXPECT_TRUE(has(with_zero, "for t0 in range(full_hi_t0, hi_t0):")) << with_zero;  // zeros add nothing
+  EXPECT_TRUE(has(with_zero, "hi_t0 = tl.minimum(")) << with_zero;
+  EXPECT_TRUE(has(with_one, "hi_t0 = tl.cdiv(T, BLOCK_T0)")) << with_one;  // ones do
 }
 
 // The rules also write the causal mask negated, with the fill first:
@@ -115,17 +134,17 @@ TEST(LoopBounds, NegatedMaskWithTheFillFirst) {
   EXPECT_EQ(m->predicates[0].literal_child, 1);
   EXPECT_EQ(m->predicates[0].predicate.cmp, cost::IndexPredicate::Cmp::Le);
   std::string code = emit_triton(p);
-  EXPECT_TRUE(has(code, "for t0 in range(0, hi_t0):")) << code;
+  EXPECT_TRUE(has(code, "for t0 in range(full_hi_t0, hi_t0):")) << code;
   // The fill first under a plain comparison: X where not(t - s < 0), i.e.
   // t >= s, a lower bound.
   std::string later = causal("(lt (sub kt qs) 0)");
   later.replace(later.find(plain), plain.size(), "(where visible -inf (tile_matmul e q_tile k_tile))");
-  EXPECT_TRUE(has(emit_triton(parse_and_check(later, "later.eqf")), "for t0 in range(lo_t0, hi_t0):"))
+  EXPECT_TRUE(has(emit_triton(parse_and_check(later, "later.eqf")), "for t0 in range(lo_t0, full_lo_t0):"))
       << later;
   // eq(a * b, 0) with the fill first keeps X where a and b: both bounds.
   std::string both = causal("(eq (mul (le kt qs) (le qs kt)) 0)");
   both.replace(both.find(plain), plain.size(), "(where visible -inf (tile_matmul e q_tile k_tile))");
-  EXPECT_TRUE(has(emit_triton(parse_and_check(both, "both.eqf")), "for t0 in range(lo_t0, hi_t0):"));
+  EXPECT_TRUE(has(emit_triton(parse_and_check(both, "both.eqf")), "for t0 in range(lo_t0, full_lo_t0):"));
   // With the fill last the same mask keeps X where not(a and b), a
   // disjunction: no bound.
   EXPECT_TRUE(has(emit_triton(parse_and_check(causal("(eq (mul (le kt qs) (le qs kt)) 0)"), "either.eqf")),

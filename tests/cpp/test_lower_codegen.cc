@@ -105,6 +105,24 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+TEST(TritonEmit, ExpOfADifferenceIsExp2WhereItReadsHalfPrecisionData) {
+  // exp(scores - max) as exp2(scores*log2(e) - max*log2(e)): one fused
+  // multiply-add a score. Its rounding of max*log2(e) is small next to f16
+  // inputs' own, not next to f32's: f32 keeps exp of the difference.
+  std::string text = read_file("examples/attention/flash.eqf");
+  std::string f32 = emit_triton(parse_and_check(text, "f32.eqf"));
+  EXPECT_NE(f32.find("p_blk = tl.exp(scores - m_shift[:, None])"), std::string::npos) << f32;
+  EXPECT_EQ(f32.find("tl.exp2"), std::string::npos) << f32;
+  for (size_t at = text.find(" f32 "); at != std::string::npos; at = text.find(" f32 ", at))
+    text.replace(at, 5, " f16 ");
+  std::string f16 = emit_triton(parse_and_check(text, "f16.eqf"));
+  EXPECT_NE(f16.find("p_blk = tl.exp2(scores * 1.4426950408889634 - (m_shift * 1.4426950408889634)[:, None])"),
+            std::string::npos)
+      << f16;
+  // The rescaling of the state is a difference of two row values: no gain.
+  EXPECT_NE(f16.find("alpha = tl.exp(m - m_shift)"), std::string::npos) << f16;
+}
+
 TEST(TritonEmit, KeepsTheBlockMaxWhenATermIsNotOfDegreeOneInIt) {
   // sum(p * p) scales with exp(-2 m): computed against the running max it
   // would be off by exp(m_blk - m_new) once more, so the block keeps its own

@@ -111,6 +111,47 @@ def test_loop_visits_exactly_the_blocks_with_a_visible_key(kind, width):
                         (S, T, BS, BT, pid, need, got)
 
 
+def _split(source):
+    """The bounds of the loop pass without the mask: (full_lo, full_hi)
+    expressions over lo_t0 and hi_t0 ("lo_t0" and "hi_t0" where absent)."""
+    lo = re.search(r"^\s*full_lo_t0 = (.*)$", source, re.M)
+    hi = re.search(r"^\s*full_hi_t0 = (.*)$", source, re.M)
+    assert hi or lo, source
+    return (lo.group(1) if lo else "lo_t0"), (hi.group(1) if hi else "hi_t0")
+
+
+@pytest.mark.parametrize("kind,width", [("causal", None), ("window", 4), ("window", 1), ("window", 9)])
+def test_unmasked_pass_holds_exactly_the_blocks_visible_everywhere(kind, width):
+    # The loop is emitted in passes; the one without the mask must visit only
+    # blocks whose every (row, key) pair of the program is visible, and all of
+    # them (within the visited blocks), with the masked passes around it.
+    text = causal_text() if kind == "causal" else window_text(width)
+    source = check.emit(text)
+    lo, hi = _bounds(source)
+    full_lo, full_hi = _split(source)
+    assert "for t0 in range(" + ("lo_t0" if lo != "0" else "0") + ", " in source
+    visible = (lambda s, t: t <= s) if kind == "causal" else (lambda s, t: t <= s and s - t < width)
+    for S, T in [(13, 13), (17, 11), (5, 9)]:
+        for BS in (1, 2, 3, 4, 8):
+            for BT in (1, 2, 3, 5, 16):
+                for pid in range(math.ceil(S / BS)):
+                    env = {"tl": _tl, "pid_s0": pid, "S": S, "T": T, "BLOCK_S0": BS, "BLOCK_T0": BT}
+                    env["lo_t0"], env["hi_t0"] = eval(lo, env), eval(hi, env)
+                    env["full_lo_t0"] = eval(full_lo, env)
+                    a, b = env["full_lo_t0"], eval(full_hi, env)
+                    # (lo_t0 > hi_t0 where no block is visited at all.)
+                    assert set(range(a, b)) <= set(range(env["lo_t0"], env["hi_t0"])), (S, T, BS, BT, pid, a, b)
+                    rows = range(pid * BS, min((pid + 1) * BS, S))
+                    everywhere = {j for j in range(env["lo_t0"], env["hi_t0"])
+                                  if all(visible(s, t) for s in rows for t in range(j * BT, min((j + 1) * BT, T)))}
+                    got = set(range(a, b))
+                    assert got <= everywhere, (S, T, BS, BT, pid, got, everywhere)
+                    # All of them but a ragged last key block (its padding
+                    # is not counted as visible by the bound).
+                    missed = everywhere - got
+                    assert not missed or missed == {math.ceil(T / BT) - 1}, (S, T, BS, BT, pid, got, everywhere)
+
+
 def test_unmasked_flash_keeps_the_full_loop():
     source = check.emit((ROOT / "examples" / "attention" / "flash.eqf").read_text())
     assert "for t0 in range(0, tl.cdiv(T, BLOCK_T0)):" in source
