@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <queue>
@@ -345,11 +346,14 @@ class Enumerator {
       st.build_seconds += seconds_since(build_start);
       return;
     }
-    if (!add(std::move(p), s.key.a, s.spent, build_start, false) || !reusing()) return;
-    // The twin of the candidate just kept. Its key differs from every search
-    // key by construction of the mix.
+    const double staging = guide_ && opt_.staging_bound ? guide_->least_staging_bytes(s) : 0;
+    const Program* kept = add(std::move(p), s.key.a, s.spent, build_start, false, staging);
+    if (!kept || !reusing()) return;
+    // The twin of the candidate just kept (or just found infeasible: its
+    // twin may fit, loading what it recomputed). Its key differs from every
+    // search key by construction of the mix.
     Clock::time_point twin_start = Clock::now();
-    if (std::optional<Program> twin = reuse_kernel_results(out_.candidates.back().program))
+    if (std::optional<Program> twin = reuse_kernel_results(*kept))
       add(std::move(*twin), mix(s.key.a, 0x7e1f), s.spent, twin_start, true);
     else
       st.build_seconds += seconds_since(twin_start);
@@ -357,27 +361,41 @@ class Enumerator {
 
   bool reusing() const { return opt_.cost && opt_.reuse_kernel_results; }
 
-  // Checks, estimates and keeps a candidate; false when it is not valid.
-  bool add(Program p, uint64_t key, double guide_seconds, Clock::time_point build_start, bool twin) {
+  // Checks, estimates and keeps a candidate; returns its program, or null
+  // when it is not valid. One estimated infeasible is counted and dropped
+  // at once (its program stays in last_infeasible_ for its twin): ngpt has
+  // thousands, and keeping them to the end cost a tenth of its extraction
+  // in memory traffic and frees. `least_staging`: shared memory some kernel
+  // of it needs at least (CostGuide::least_staging_bytes); past the
+  // target's, it is infeasible and not estimated.
+  const Program* add(Program p, uint64_t key, double guide_seconds, Clock::time_point build_start, bool twin,
+                     double least_staging = 0) {
     ExtractStats& st = out_.stats;
     // Search candidates are de-duplicated by their keys (or not at all: mode
     // none); a twin equal to a kept candidate is dropped.
     if (reusing() && !programs_.insert(canonical_hash(p)).second && twin) {
       st.build_seconds += seconds_since(build_start);
-      return false;
+      return nullptr;
     }
     LoweredProgram lowered;
     std::optional<std::string> why = check_candidate(p, opt_.limits, &lowered);
     st.build_seconds += seconds_since(build_start);
     if (why) {
-      if (twin) return false;  // a twin that has no kernel form is not a candidate; the original stays
+      if (twin) return nullptr;  // a twin that has no kernel form is not a candidate; the original stays
       if (!st.invalid) st.first_invalid = *why;
       ++st.invalid;
-      return false;
+      return nullptr;
     }
     ++(twin ? st.reuse_twins : st.distinct);
     Candidate cand{std::move(p), std::move(lowered), key, std::nullopt, guide_seconds};
-    if (opt_.cost && (pruning() || opt_.max_candidates > 0)) {
+    if (opt_.cost && least_staging > double(opt_.cost->target().smem_bytes_per_program)) {
+      cand.estimate = ProgramEstimate{};
+      cand.estimate->why_infeasible = "the loads of a kernel need at least " +
+                                      std::to_string(int64_t(std::ceil(least_staging / 1024))) +
+                                      " KiB of shared memory at any block sizes > " +
+                                      std::to_string(opt_.cost->target().smem_bytes_per_program / 1024) + " KiB";
+      ++st.staged_out;
+    } else if (opt_.cost && (pruning() || opt_.max_candidates > 0)) {
       Clock::time_point estimate_start = Clock::now();
       cand.estimate = opt_.cost->estimate(cand.program, cand.lowered, estimates_);
       st.estimate_seconds += seconds_since(estimate_start);
@@ -391,8 +409,14 @@ class Enumerator {
     } else {
       if (!twin) ++feasible_found_;  // without a cost model every valid candidate counts
     }
+    if (cand.estimate && !cand.estimate->feasible) {
+      if (!st.infeasible) st.first_infeasible = cand.estimate->why_infeasible;
+      ++st.infeasible;
+      last_infeasible_ = std::move(cand.program);
+      return &last_infeasible_;
+    }
     out_.candidates.push_back(std::move(cand));
-    return true;
+    return &out_.candidates.back().program;
   }
 
   void rank() {
@@ -402,17 +426,17 @@ class Enumerator {
       if (!c.estimate) c.estimate = opt_.cost->estimate(c.program, c.lowered, estimates_);
     size_t before = cs.size();
     for (const Candidate& c : cs)
-      if (!c.estimate->feasible) {
+      if (!c.estimate->feasible && out_.stats.first_infeasible.empty()) {
         out_.stats.first_infeasible = c.estimate->why_infeasible;
         break;
       }
     // The feasible ones' indices are sorted, not the candidates: a Candidate
-    // holds a program and its kernels, dear to move (most of ngpt's 3988
-    // are infeasible, and the rest were moved about log n times each).
+    // holds a program and its kernels, dear to move (each would move about
+    // log n times).
     std::vector<uint32_t> order;
     for (uint32_t i = 0; i < cs.size(); ++i)
       if (cs[i].estimate->feasible) order.push_back(i);
-    out_.stats.infeasible = before - order.size();
+    out_.stats.infeasible += before - order.size();  // add() counted those it estimated
     std::stable_sort(order.begin(), order.end(), [&](uint32_t i, uint32_t j) {
       const Candidate &a = cs[i], &b = cs[j];
       if (a.estimate->seconds != b.estimate->seconds) return a.estimate->seconds < b.estimate->seconds;
@@ -449,6 +473,7 @@ class Enumerator {
   double output_bytes_ = 0;
   KeySet seen_, after_keys_;
   std::unordered_set<uint64_t> programs_;  // canonical hashes of the candidates kept (with reuse twins)
+  Program last_infeasible_;                // the program of the last candidate add() dropped as infeasible
   std::priority_queue<double> best_;  // the k best feasible estimates (largest on top)
   CostModel::EstimateCache estimates_;  // kernel evaluations shared by the candidates' estimates
   ExtractResult out_;

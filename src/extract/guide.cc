@@ -262,6 +262,48 @@ bool CostGuide::dot_operands_fit(const Option& o) const {
   return bytes <= double(target_.smem_bytes_per_program);
 }
 
+const CostGuide::StagingFacts& CostGuide::staging(EClassId c, uint32_t option) {
+  c = g_.find(c);
+  if (staging_.size() <= c.v) staging_.resize(size_t(c.v) + 1);
+  std::vector<StagingFacts>& fs = staging_[c.v];
+  if (fs.empty()) {
+    std::span<const Option> options = table_.options(c);
+    fs.assign(options.size(), StagingFacts{});
+    for (size_t i = 0; i < options.size(); ++i) {
+      const Option& o = options[i];
+      StagingFacts& f = fs[i];
+      if (o.kind == Option::Kind::Chain && (o.blocked || table_.facts(o.children.front()).global)) {
+        // A load, as price() counts it.
+        const TensorType& top = g_.type(c).get().tensor();
+        const double b = dtype_bytes(top.dtype);
+        f.bytes = min_elements(top) * b;
+        f.dot_bytes = live_dims(top) >= 2 ? min_elements(top, double(target_.min_dot)) * b : f.bytes;
+      } else if (o.kind == Option::Kind::Node && o.op == Op::TileMatMul) {
+        f.dot = is_dot(o);
+      }
+    }
+  }
+  return fs[option];
+}
+
+double CostGuide::least_staging_bytes(const PartialProgram& s) {
+  std::vector<KernelStaging>& ks = kernel_staging_;
+  ks.clear();
+  for (const Filled& f : s.filled) {
+    if (f.kernel == kNoScope) continue;
+    const StagingFacts& facts = staging(EClassId(f.cls), f.option);
+    if (facts.bytes == 0 && !facts.dot) continue;
+    auto k = std::find_if(ks.begin(), ks.end(), [&](const KernelStaging& x) { return x.kernel == f.kernel; });
+    if (k == ks.end()) k = ks.insert(ks.end(), KernelStaging{f.kernel, 0, 0, false});
+    k->bytes += facts.bytes;
+    k->dot_bytes += facts.dot_bytes;
+    k->dot = k->dot || facts.dot;
+  }
+  double most = 0;
+  for (const KernelStaging& k : ks) most = std::max(most, k.dot ? k.dot_bytes : k.bytes);
+  return most;
+}
+
 double CostGuide::price(EClassId c, uint32_t option) {
   c = g_.find(c);
   if (prices_.size() <= c.v) prices_.resize(size_t(c.v) + 1);
@@ -314,6 +356,14 @@ double CostGuide::price(EClassId c, uint32_t option) {
               if (!fits(part, 4, target_.register_bytes_per_program, floor)) p = kInf;
               if (pricing_ == GuidePricing::Shared) p += pressure_price(part);
             }
+            // A reduction holds its operand's tile (cost/summary.cc counts
+            // it as the reduction's live tile): a whole row of 16 x 4096
+            // loaded to be summed is past the registers however it is
+            // blocked (ngpt: 2,900 of its candidates, each estimated to
+            // learn it, before this).
+            if (o.op == Op::Reduce)
+              for (const TensorType& part : g_.type(o.children[0]).get().parts)
+                if (!fits(part, 4, target_.register_bytes_per_program)) p = kInf;
           }
           break;
         }

@@ -86,6 +86,19 @@ class CostGuide {
   // The price of a partial program: what it spent plus its completion.
   double partial_price(const PartialProgram& s);
 
+  // The shared memory the most demanding kernel of s needs at any block
+  // sizes, at least: the sum, over the loads filled in it, of their
+  // smallest tiles (in a kernel with a dot, a load of two live dims padded
+  // to the smallest dot, as the cost model stages it for tl.dot). A lower
+  // bound of the cost model's count at every choice of blocks: a class
+  // loaded in two kernels counts in the first one only, and pipeline
+  // stages count once. Past the target's budget, s is infeasible however
+  // it is completed (single tiles past it are price()'s) -- but not its
+  // reuse twin, whose kernels load a stored result instead of computing it
+  // again (ngpt's best candidates are such twins), so it does not prune
+  // partial programs: it spares complete ones their estimate.
+  double least_staging_bytes(const PartialProgram& s);
+
   // Computes to_go for every pair the table's analysis reached.
   void analyze();
 
@@ -138,6 +151,13 @@ class CostGuide {
   // Whether t's tile fits `budget` bytes for some block sizes.
   bool fits(const TensorType& t, double element_bytes, int64_t budget, double block_floor = 1) const;
   bool dot_operands_fit(const Option& tile_matmul) const;
+  // What least_staging_bytes needs of filling class c with option i.
+  struct StagingFacts {
+    double bytes = 0;      // a load's smallest tile (0: not a load)
+    double dot_bytes = 0;  // the same in a kernel with a dot
+    bool dot = false;      // a tile_matmul that lowers to tl.dot
+  };
+  const StagingFacts& staging(EClassId c, uint32_t option);
   bool squeezed(const TensorType& t, Symbol d) const;  // d has no dimension in t's tile
   int live_dims(const TensorType& t) const;             // dims not squeezed out of its tile
   bool is_dot(const Option& tile_matmul) const;       // lowers to tl.dot (else a broadcast product)
@@ -162,6 +182,13 @@ class CostGuide {
   size_t tracks_;  // of kTracks in use: inherited weights scale every price alike, one is enough
   std::set<Axis> unit_axes_;                 // batch axes of the e-graph's tile_matmuls
   std::vector<std::vector<double>> prices_;  // per class, per option; empty until asked
+  std::vector<std::vector<StagingFacts>> staging_;  // the same
+  struct KernelStaging {
+    uint32_t kernel;
+    double bytes, dot_bytes;
+    bool dot;
+  };
+  std::vector<KernelStaging> kernel_staging_;  // least_staging_bytes's scratch
   // A subprogram's price as a function of the weight w it is used at:
   // a * w + b. Its fillings within the user's kernel scale with w (a); the
   // kernels of their own below it, and buffers, do not (b). Which

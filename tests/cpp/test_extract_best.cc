@@ -113,6 +113,39 @@ TEST(ExtractBestFirst, WithoutALimitFindsWhatBreadthFirstFinds) {
   EXPECT_EQ(best, bfs);
 }
 
+// A reduction holds its operand's tile in registers: the guide refuses
+// fillings whose operand tile is past them at any block sizes (16 rows of
+// 4096, as in ngpt's norms) instead of leaving them to the estimate. That
+// refusal loses no feasible candidate: best-first without a limit keeps the
+// feasible candidates breadth-first does, where breadth-first estimates
+// candidates refused for exactly that.
+TEST(ExtractBestFirst, AReductionsOperandTileIsCheckedAgainstTheRegisters) {
+  const std::string text = R"(
+(program rownorm
+  (dims (m 16) (n 4096))
+  (input x f16 [m n])
+  (output y [m n] (div x (sqrt (sum n (mul x x)))))))";
+  Saturated s(text, "rownorm.eqf");
+  auto run = [&](ExtractOrder order, ExtractStats* stats) {
+    ExtractOptions o;
+    o.order = order;
+    o.cost = &h200();
+    ExtractResult r = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
+    *stats = r.stats;
+    std::set<uint64_t> keys;
+    for (const Candidate& c : r.candidates) keys.insert(canonical_hash(c.program));
+    return keys;
+  };
+  ExtractStats best_stats, bfs_stats;
+  std::set<uint64_t> best = run(ExtractOrder::BestFirst, &best_stats);
+  std::set<uint64_t> bfs = run(ExtractOrder::BreadthFirst, &bfs_stats);
+  EXPECT_FALSE(best.empty());
+  EXPECT_EQ(best, bfs);
+  EXPECT_NE(bfs_stats.first_infeasible.find("registers"), std::string::npos) << bfs_stats.first_infeasible;
+  EXPECT_EQ(best_stats.infeasible - best_stats.staged_out, 0u) << best_stats.first_infeasible;
+  EXPECT_GT(bfs_stats.infeasible, 0u);
+}
+
 // A preduce over an axis on its own kernel's grid has no kernel form (its
 // coordinates are different programs). Extraction refuses that filling
 // instead of building programs that validity then rejects.
@@ -299,6 +332,33 @@ TEST(ExtractBestFirst, AMemoryLimitBoundsThePartialPrograms) {
   EXPECT_EQ(capped.stats.limit, "memory");
   EXPECT_GT(capped.stats.peak_memory_bytes, cap);
   EXPECT_LT(capped.stats.peak_memory_bytes, cap + cap / 10) << capped.stats.peak_memory_bytes;
+}
+
+// The staging bound (CostGuide::least_staging_bytes) only spares estimates:
+// with it and without it extraction returns the same ranked candidates, and
+// every candidate it calls infeasible the cost model calls infeasible too.
+// On ngpt it decides about half of the infeasible ones.
+TEST(ExtractBestFirst, TheStagingBoundMarksOnlyInfeasibleCandidates) {
+  Saturated s("examples/workloads/ngpt.eqf");
+  ExtractOptions o;
+  o.order = ExtractOrder::BestFirst;
+  o.cost = &h200();
+  o.max_candidates = 256;
+  o.time_limit_s = 60;
+  ExtractResult with = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
+  o.staging_bound = false;
+  ExtractResult without = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
+  EXPECT_EQ(without.stats.staged_out, 0u);
+  EXPECT_GT(with.stats.staged_out, with.stats.infeasible / 4);
+  EXPECT_EQ(with.stats.infeasible, without.stats.infeasible);
+  EXPECT_EQ(with.stats.complete_built, without.stats.complete_built);
+  ASSERT_EQ(with.candidates.size(), without.candidates.size());
+  for (size_t i = 0; i < with.candidates.size(); ++i) {
+    EXPECT_EQ(with.candidates[i].key, without.candidates[i].key) << i;
+    EXPECT_EQ(with.candidates[i].estimate->seconds, without.candidates[i].estimate->seconds) << i;
+  }
+  EXPECT_NE(with.stats.first_infeasible.find("shared memory at any block sizes"), std::string::npos)
+      << with.stats.first_infeasible;
 }
 
 TEST(ExtractBestFirst, NeedsACostModel) {

@@ -110,6 +110,11 @@ struct ExtractOptions {
   // kernel stores gets a twin that loads it instead (extract/reuse.h),
   // ranked with the rest.
   bool reuse_kernel_results = true;
+  // Best-first with a cost model: a complete program one of whose kernels
+  // needs more shared memory for its loads than the target has, at any
+  // block sizes (CostGuide::least_staging_bytes), is infeasible without
+  // an estimate. Off: every candidate is estimated (the same results, slower).
+  bool staging_bound = true;
   // With a cost model: the best-ranked this many are estimated again at each
   // of the target's stage_choices (CostModel::best_stages) and re-ranked
   // among themselves; 0 = every candidate at the target's pipeline_stages.
@@ -133,6 +138,7 @@ struct ExtractStats {
   uint64_t distinct = 0;           // valid candidates distinct under ≈ (none: not de-duplicated)
   uint64_t reuse_twins = 0;        // candidates added by reuse_kernel_results (not in `distinct`)
   uint64_t infeasible = 0;         // valid candidates whose tiles fit no block sizes
+  uint64_t staged_out = 0;         //   of which known from their loads' shared memory, not estimated
   bool limit_hit = false;          // max_states, time_limit_s or memory_limit_bytes stopped the expansion
   std::string limit;               // which: "states", "time" or "memory"
   uint64_t peak_memory_bytes = 0;  // the most the memory limit's check counted (0 without a limit)
