@@ -130,7 +130,7 @@ double fold(Op op, const Attrs& attrs, std::span<const ClassData> c) {
     case Op::Silu:
       return v(0) / (1.0 + std::exp(-v(0)));
     case Op::Gelu:
-      return 0.5 * v(0) * (1.0 + std::erf(v(0) / std::sqrt(2.0)));
+      return 0.5 * v(0) * std::erfc(-v(0) / std::sqrt(2.0));  // erfc: no cancellation for negative x
     case Op::Tanh:
       return std::tanh(v(0));
     case Op::Pow:

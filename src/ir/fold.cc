@@ -49,7 +49,7 @@ double constant_op(const Program& p, NodeId n, std::span<const double> kids) {
     case Op::Silu:
       return kid(0) / (1.0 + std::exp(-kid(0)));
     case Op::Gelu:
-      return 0.5 * kid(0) * (1.0 + std::erf(kid(0) * M_SQRT1_2));
+      return 0.5 * kid(0) * std::erfc(-kid(0) * M_SQRT1_2);  // erfc: no cancellation for negative x
     case Op::Tanh:
       return std::tanh(kid(0));
     case Op::Pow:

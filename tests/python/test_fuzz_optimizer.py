@@ -230,6 +230,55 @@ def test_rounding_floor_sees_rounding_that_inputs_do_not_move():
     assert not fuzz._within_noise(ZERO_VARIANCE, trial)
 
 
+# Fuzzer seed 905249 (ci mode): (t0 + 1e-6) - t0 in f16 with t0 ~ 10 is
+# 1e-6 in float64 and ulp-sized in a kernel's f32: a half output that is
+# numerically zero, 5.9e-2 off, past the half cap (5e-2) that holds other
+# half outputs.
+CANCELLING_HALF = """(program gen905249
+  (dims (f 12) (k 5))
+  (input x0 f16 [k f])
+  (input x1 bool [f])
+  (let t0 (matmul f x0 x0))
+  (let v0 (sub (add t0 1e-06) t0))
+  (output y0 [k] v0))
+"""
+
+
+def test_a_numerically_zero_half_output_is_not_held_to_the_half_cap():
+    half = check.TOLERANCE_HALF
+    assert fuzz.rounding_floor(CANCELLING_HALF, 905249)["y0"] >= fuzz.NOISE_ZERO
+    trial = check.Trial(905249, {}, {"y0": 0.0588}, {"y0": half})
+    assert fuzz._within_noise(CANCELLING_HALF, trial)
+    trial.errors = {"y0": 1e6}  # garbage, not rounding
+    assert not fuzz._within_noise(CANCELLING_HALF, trial)
+    # A half output that is not numerically zero keeps the cap.
+    text = """(program p (dims (m 6) (k 7)) (input x f16 [m k])
+  (output y [m] (sum k (exp x))))
+"""
+    assert fuzz.rounding_floor(text, 7)["y"] < fuzz.NOISE_ZERO
+    assert not fuzz._within_noise(text, check.Trial(7, {}, {"y": 0.06}, {"y": half}))
+
+
+# Fuzzer seed 908581 (ci mode): gelu deep in its negative tail; on the
+# seed's own inputs y0 is (-3e-45, -7e-44), f32 subnormals of a few bits.
+GELU_TAIL = """(program gen908581
+  (dims (h 13) (t 2) (t_2 2))
+  (input x0 f32 [t h])
+  (input x1 f32 [t h])
+  (output y0 [t] (gelu (sum h (sub -1 (sub x0 x1))))))
+"""
+
+
+def test_an_output_below_its_dtypes_normal_range_is_zero_at_its_resolution():
+    fp32 = check.TOLERANCE_FP32
+    trial = check.Trial(908581, {}, {"y0": 0.0447}, {"y0": fp32})
+    assert fuzz._within_noise(GELU_TAIL, trial)
+    trial.errors = {"y0": 1e40}  # off by far more than the smallest normal f32
+    assert not fuzz._within_noise(GELU_TAIL, trial)
+    # On the next trial's inputs y0 is -4e-13, a normal f32: held to the floors.
+    assert not fuzz._within_noise(GELU_TAIL, check.Trial(908582, {}, {"y0": 2.16e-4}, {"y0": fp32}))
+
+
 @pytest.mark.parametrize("seed,text", [(300160, ZERO_VARIANCE), (300980, ROUNDED_IOTA)],
                          ids=["seed300160", "seed300980"])
 def test_the_programs_own_rounding_is_ok_within_the_noise_floor(monkeypatch, seed, text):
