@@ -30,16 +30,9 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, ".")
-from bench.run import rel_l2  # noqa: E402
-from bench.workloads import ATTENTION, Case, make_inputs  # noqa: E402
-from eqiforge.frontend import to_ir  # noqa: E402
-from eqiforge.options import make_options  # noqa: E402
-from eqiforge.runtime import search  # noqa: E402
-from eqiforge.runtime.launch import Binding  # noqa: E402
-from eqiforge.runtime.loader import load_module  # noqa: E402
+from bench.gpu_check.forms import DEVICE, time_config, top_candidate  # noqa: E402
 from eqiforge.runtime.measure import graph_timer  # noqa: E402
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 LIMIT_S = float(os.environ.get("FORMS_LIMIT_S", "60"))
 FORMS = {"order": 0, "hoist": 1}
 GRID = [dict(BT=bt, NB=nb, num_warps=w, num_stages=st)
@@ -105,35 +98,10 @@ def probe(form, q, k, v, BT, NB, num_warps, num_stages):
     return out
 
 
-def _time(fn, ref):
-    row = {}
-    try:
-        out = fn()
-        if DEVICE == "cuda":
-            torch.cuda.synchronize()
-        row["error"] = err = rel_l2(out.reshape(ref.shape), ref)
-        if err <= 1e-2 and DEVICE == "cuda":
-            row["us"] = 1e6 * graph_timer(fn, 20.0)
-    except Exception as e:  # noqa: BLE001 -- a configuration that fails is recorded
-        row["failed"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}" if str(e) else type(e).__name__
-    return row
-
-
 def main(path, label="b1"):
-    w = [w for w in ATTENTION if w.name == "attention_decode"][0]
-    case = Case(w, w.config(label))
-    args = make_inputs(case, device=DEVICE)
+    args, sdpa, ref, module, inputs, result = top_candidate("attention_decode", label)
+    params = result["block_params"]
     q, k, v = args
-    sdpa = case.sdpa_fn()
-    ref = sdpa(*args)
-    fe = to_ir(case.fn(), *args)
-    binding = Binding(fe)
-    found = search.find_candidates(fe.text, make_options(top_k=4), "h200", file=f"<{fe.name}>")
-    cand = found.candidates[0]
-    module = load_module(search.ensure_source(cand), DEVICE == "cpu", None)
-    inputs = binding.module_inputs(args)
-    params = dict(getattr(module, "BLOCK_PARAMS", {}))
-    result = {"program": cand.program, "estimate_us": cand.estimate_s * 1e6, "block_params": params, "rows": []}
     q2 = q.reshape(-1, q.shape[-1]).contiguous()
     k3, v3 = (t.reshape(-1, t.shape[-2], t.shape[-1]).contiguous() for t in (k, v))
     grid = GRID if DEVICE == "cuda" else [dict(BT=64, NB=2, num_warps=4, num_stages=2)]
@@ -151,9 +119,9 @@ def main(path, label="b1"):
                 seen.add(key)
                 kw = {params.get("t.0", "block_t0"): cfg["BT"] * cfg["NB"], "num_warps": cfg["num_warps"],
                       "num_stages": cfg["num_stages"]}
-                row = _time(lambda: module.forward(*inputs, **kw)[0], ref)
+                row = time_config(lambda: module.forward(*inputs, **kw)[0], ref)
             else:
-                row = _time(lambda: probe(form, q2, k3, v3, **cfg), ref)
+                row = time_config(lambda: probe(form, q2, k3, v3, **cfg), ref)
             row.update(form=form, **cfg)
             result["rows"].append(row)
         ok = sorted((r for r in result["rows"] if r["form"] == form and "us" in r), key=lambda r: r["us"])
