@@ -20,7 +20,6 @@ Forms of the probe (flags of one kernel):
 Each form is checked against SDPA (rel. L2 <= 1e-2) before it is timed.
 """
 import itertools
-import json
 import math
 import sys
 import time
@@ -30,8 +29,7 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, ".")
-from bench.gpu_check.forms import DEVICE, time_config, top_candidate  # noqa: E402
-from eqiforge.runtime.measure import graph_timer  # noqa: E402
+from bench.gpu_check.forms import DEVICE, finish, report_form, time_config, top_candidate  # noqa: E402
 
 LIMIT_S = float(__import__("os").environ.get("FORMS_LIMIT_S", "70"))
 FORMS = {"block": (0, 0, 0), "running": (1, 0, 0), "exp2": (1, 1, 0), "split": (1, 1, 1)}
@@ -133,14 +131,8 @@ def main(path, label="b1"):
                 row = time_config(lambda: probe(form, q3, k3, v3, **cfg), ref)
             row.update(form=form, **cfg)
             result["rows"].append(row)
-        ok = sorted((r for r in result["rows"] if r["form"] == form and "us" in r), key=lambda r: r["us"])
-        print(form, "best", [(round(r["us"], 1), r["BM"], r["BN"], r["num_warps"], r["num_stages"]) for r in ok[:4]],
-              "failed", sum(1 for r in result["rows"] if r["form"] == form and "failed" in r), flush=True)
-        json.dump(result, open(path, "w"), indent=1, default=str)
-    if DEVICE == "cuda":
-        result["sdpa_us"] = 1e6 * graph_timer(lambda: sdpa(*args), 20.0)
-        print("sdpa", round(result["sdpa_us"], 1), flush=True)
-    json.dump(result, open(path, "w"), indent=1, default=str)
+        report_form(result, form, ("BM", "BN", "num_warps", "num_stages"), path, top=4)
+    finish(result, sdpa, args, path)
 
 
 if __name__ == "__main__":

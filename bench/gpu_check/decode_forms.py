@@ -19,7 +19,6 @@ streaming longer; num_stages then pipelines the loop's loads).
 Each form is checked against SDPA (rel. L2 <= 1e-2) before it is timed.
 """
 import itertools
-import json
 import math
 import os
 import sys
@@ -30,8 +29,7 @@ import triton
 import triton.language as tl
 
 sys.path.insert(0, ".")
-from bench.gpu_check.forms import DEVICE, time_config, top_candidate  # noqa: E402
-from eqiforge.runtime.measure import graph_timer  # noqa: E402
+from bench.gpu_check.forms import DEVICE, finish, report_form, time_config, top_candidate  # noqa: E402
 
 LIMIT_S = float(os.environ.get("FORMS_LIMIT_S", "60"))
 FORMS = {"order": 0, "hoist": 1}
@@ -124,15 +122,8 @@ def main(path, label="b1"):
                 row = time_config(lambda: probe(form, q2, k3, v3, **cfg), ref)
             row.update(form=form, **cfg)
             result["rows"].append(row)
-        ok = sorted((r for r in result["rows"] if r["form"] == form and "us" in r), key=lambda r: r["us"])
-        print(form, "best", [(round(r["us"], 1), r["BT"], r["NB"], r["num_warps"], r["num_stages"]) for r in ok[:5]],
-              "failed", sum(1 for r in result["rows"] if r["form"] == form and "failed" in r),
-              "wrong", sum(1 for r in result["rows"] if r["form"] == form and r.get("error", 0) > 1e-2), flush=True)
-        json.dump(result, open(path, "w"), indent=1, default=str)
-    if DEVICE == "cuda":
-        result["sdpa_us"] = 1e6 * graph_timer(lambda: sdpa(*args), 20.0)
-        print("sdpa", round(result["sdpa_us"], 1), flush=True)
-    json.dump(result, open(path, "w"), indent=1, default=str)
+        report_form(result, form, ("BT", "NB", "num_warps", "num_stages"), path, top=5)
+    finish(result, sdpa, args, path)
 
 
 if __name__ == "__main__":

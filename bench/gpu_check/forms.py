@@ -2,6 +2,8 @@
 search's top candidate of an attention case as a loaded module, and one
 configuration's check and timing. Measurement helpers only; nothing in the
 package uses them."""
+import json
+
 import torch
 
 from bench.run import rel_l2
@@ -48,3 +50,22 @@ def time_config(fn, ref):
     except Exception as e:  # noqa: BLE001 -- a configuration that fails is recorded
         row["failed"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}" if str(e) else type(e).__name__
     return row
+
+
+def report_form(result, form, keys, path, top=5):
+    """Prints the form's fastest rows (µs, then the configuration's `keys`),
+    how many failed and how many were wrong, and saves the result so far."""
+    rows = [r for r in result["rows"] if r["form"] == form]
+    ok = sorted((r for r in rows if "us" in r), key=lambda r: r["us"])
+    print(form, "best", [(round(r["us"], 1), *(r[k] for k in keys)) for r in ok[:top]],
+          "failed", sum(1 for r in rows if "failed" in r),
+          "wrong", sum(1 for r in rows if r.get("error", 0) > 1e-2), flush=True)
+    json.dump(result, open(path, "w"), indent=1, default=str)
+
+
+def finish(result, sdpa, args, path):
+    """Times SDPA (on a GPU) into the result and saves it."""
+    if DEVICE == "cuda":
+        result["sdpa_us"] = 1e6 * graph_timer(lambda: sdpa(*args), 20.0)
+        print("sdpa", round(result["sdpa_us"], 1), flush=True)
+    json.dump(result, open(path, "w"), indent=1, default=str)
