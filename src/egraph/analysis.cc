@@ -5,6 +5,7 @@
 
 #include "egraph/attr_syntax.h"
 #include "eqiforge/egraph/egraph.h"
+#include "eqiforge/ir/fold.h"
 #include "eqiforge/ir/typecheck.h"
 
 namespace eqf {
@@ -130,7 +131,7 @@ double fold(Op op, const Attrs& attrs, std::span<const ClassData> c) {
     case Op::Silu:
       return v(0) / (1.0 + std::exp(-v(0)));
     case Op::Gelu:
-      return 0.5 * v(0) * std::erfc(-v(0) / std::sqrt(2.0));  // erfc: no cancellation for negative x
+      return gelu_value(v(0));
     case Op::Tanh:
       return std::tanh(v(0));
     case Op::Pow:

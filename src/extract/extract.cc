@@ -387,36 +387,42 @@ class Enumerator {
       return nullptr;
     }
     ++(twin ? st.reuse_twins : st.distinct);
-    Candidate cand{std::move(p), std::move(lowered), key, std::nullopt, guide_seconds};
     if (opt_.cost && least_staging > double(opt_.cost->target().smem_bytes_per_program)) {
-      cand.estimate = ProgramEstimate{};
-      cand.estimate->why_infeasible = "the loads of a kernel need at least " +
-                                      std::to_string(int64_t(std::ceil(least_staging / 1024))) +
-                                      " KiB of shared memory at any block sizes > " +
-                                      std::to_string(opt_.cost->target().smem_bytes_per_program / 1024) + " KiB";
       ++st.staged_out;
-    } else if (opt_.cost && (pruning() || opt_.max_candidates > 0)) {
+      if (!st.infeasible)
+        st.first_infeasible = "the loads of a kernel need at least " +
+                              std::to_string(int64_t(std::ceil(least_staging / 1024))) +
+                              " KiB of shared memory at any block sizes > " +
+                              std::to_string(opt_.cost->target().smem_bytes_per_program / 1024) + " KiB";
+      return drop_infeasible(std::move(p));
+    }
+    Candidate cand{std::move(p), std::move(lowered), key, std::nullopt, guide_seconds};
+    if (opt_.cost && (pruning() || opt_.max_candidates > 0)) {
       Clock::time_point estimate_start = Clock::now();
       cand.estimate = opt_.cost->estimate(cand.program, cand.lowered, estimates_);
       st.estimate_seconds += seconds_since(estimate_start);
-      if (cand.estimate->feasible) {
-        // Twins bound the pruning but do not count toward max_candidates:
-        // the search's own candidates keep their number.
-        if (!twin) ++feasible_found_;
-        best_.push(cand.estimate->seconds);
-        if (best_.size() > opt_.prune_k) best_.pop();
+      if (!cand.estimate->feasible) {
+        if (!st.infeasible) st.first_infeasible = cand.estimate->why_infeasible;
+        return drop_infeasible(std::move(cand.program));
       }
+      // Twins bound the pruning but do not count toward max_candidates:
+      // the search's own candidates keep their number.
+      if (!twin) ++feasible_found_;
+      best_.push(cand.estimate->seconds);
+      if (best_.size() > opt_.prune_k) best_.pop();
     } else {
       if (!twin) ++feasible_found_;  // without a cost model every valid candidate counts
     }
-    if (cand.estimate && !cand.estimate->feasible) {
-      if (!st.infeasible) st.first_infeasible = cand.estimate->why_infeasible;
-      ++st.infeasible;
-      last_infeasible_ = std::move(cand.program);
-      return &last_infeasible_;
-    }
     out_.candidates.push_back(std::move(cand));
     return &out_.candidates.back().program;
+  }
+
+  // Counts an infeasible candidate; its program stays until the next one,
+  // for its twin.
+  const Program* drop_infeasible(Program p) {
+    ++out_.stats.infeasible;
+    last_infeasible_ = std::move(p);
+    return &last_infeasible_;
   }
 
   void rank() {
@@ -425,11 +431,12 @@ class Enumerator {
     for (Candidate& c : cs)
       if (!c.estimate) c.estimate = opt_.cost->estimate(c.program, c.lowered, estimates_);
     size_t before = cs.size();
-    for (const Candidate& c : cs)
-      if (!c.estimate->feasible && out_.stats.first_infeasible.empty()) {
-        out_.stats.first_infeasible = c.estimate->why_infeasible;
-        break;
-      }
+    if (out_.stats.first_infeasible.empty())  // else add() dropped one first
+      for (const Candidate& c : cs)
+        if (!c.estimate->feasible) {
+          out_.stats.first_infeasible = c.estimate->why_infeasible;
+          break;
+        }
     // The feasible ones' indices are sorted, not the candidates: a Candidate
     // holds a program and its kernels, dear to move (each would move about
     // log n times).

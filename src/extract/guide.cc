@@ -262,6 +262,13 @@ bool CostGuide::dot_operands_fit(const Option& o) const {
   return bytes <= double(target_.smem_bytes_per_program);
 }
 
+bool CostGuide::is_load(const Option& o) const {
+  // A chain reads from a buffer (a global value, or the material bottom of a
+  // partitioning chain); a replicate of a tile computed in the same kernel
+  // is a broadcast in registers.
+  return o.kind == Option::Kind::Chain && (o.blocked || table_.facts(o.children.front()).global);
+}
+
 const CostGuide::StagingFacts& CostGuide::staging(EClassId c, uint32_t option) {
   c = g_.find(c);
   if (staging_.size() <= c.v) staging_.resize(size_t(c.v) + 1);
@@ -272,8 +279,7 @@ const CostGuide::StagingFacts& CostGuide::staging(EClassId c, uint32_t option) {
     for (size_t i = 0; i < options.size(); ++i) {
       const Option& o = options[i];
       StagingFacts& f = fs[i];
-      if (o.kind == Option::Kind::Chain && (o.blocked || table_.facts(o.children.front()).global)) {
-        // A load, as price() counts it.
+      if (is_load(o)) {
         const TensorType& top = g_.type(c).get().tensor();
         const double b = dtype_bytes(top.dtype);
         f.bytes = min_elements(top) * b;
@@ -316,12 +322,8 @@ double CostGuide::price(EClassId c, uint32_t option) {
       double p = kEpsilon;
       switch (o.kind) {
         case Option::Kind::Chain: {
-          // A load: reads from a buffer (a global value, or the material
-          // bottom of a partitioning chain); a replicate of a tile computed
-          // in the same kernel is a broadcast in registers.
-          EClassId bottom = o.children.front();
           const TensorType& top = g_.type(c).get().tensor();
-          if (o.blocked || table_.facts(bottom).global) {
+          if (is_load(o)) {
             if (!fits(top, dtype_bytes(top.dtype), target_.smem_bytes_per_program)) p = kInf;
             p += elements(top) * dtype_bytes(top.dtype) / target_.kernel_bytes_per_s;
           } else if (!fits(top, 4, target_.register_bytes_per_program)) {

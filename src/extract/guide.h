@@ -151,6 +151,7 @@ class CostGuide {
   // Whether t's tile fits `budget` bytes for some block sizes.
   bool fits(const TensorType& t, double element_bytes, int64_t budget, double block_floor = 1) const;
   bool dot_operands_fit(const Option& tile_matmul) const;
+  bool is_load(const Option& o) const;  // a chain that reads a buffer (else a broadcast in registers)
   // What least_staging_bytes needs of filling class c with option i.
   struct StagingFacts {
     double bytes = 0;      // a load's smallest tile (0: not a load)

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "eqiforge/ir/diagnostic.h"
+#include "eqiforge/ir/fold.h"
 #include "evaluate.h"
 #include "reduce.h"
 #include "value.h"
@@ -57,10 +58,7 @@ struct Pointwise {
       case Op::Rsqrt: return 1.0 / std::sqrt(x);
       case Op::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
       case Op::Silu: return x / (1.0 + std::exp(-x));
-      // x * Phi(x) through erfc: 1 + erf(x / sqrt 2) cancels for negative x
-      // (x = -7.4: 2e-4 off in float64, where the emitted kernels, which
-      // use erfc there, are 5e-7 off in f32; fuzzer seed 908581).
-      case Op::Gelu: return 0.5 * x * std::erfc(-x / std::numbers::sqrt2);
+      case Op::Gelu: return gelu_value(x);  // erfc form (fuzzer seed 908581)
       case Op::Tanh: return std::tanh(x);
       case Op::Pow: return std::pow(x, c);
       case Op::Cast:

@@ -16,6 +16,8 @@ double fold_literal(const Program& p, NodeId n) {
   return constant_op(p, n, kids);
 }
 
+double gelu_value(double x) { return 0.5 * x * std::erfc(-x * M_SQRT1_2); }
+
 double constant_op(const Program& p, NodeId n, std::span<const double> kids) {
   const Node& node = p.node(n);
   auto kid = [&](size_t i) { return kids[i]; };
@@ -49,7 +51,7 @@ double constant_op(const Program& p, NodeId n, std::span<const double> kids) {
     case Op::Silu:
       return kid(0) / (1.0 + std::exp(-kid(0)));
     case Op::Gelu:
-      return 0.5 * kid(0) * std::erfc(-kid(0) * M_SQRT1_2);  // erfc: no cancellation for negative x
+      return gelu_value(kid(0));
     case Op::Tanh:
       return std::tanh(kid(0));
     case Op::Pow:
