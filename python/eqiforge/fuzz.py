@@ -51,6 +51,7 @@ is replaced.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -347,6 +348,17 @@ def _trial_inputs(text: str, seed: int) -> dict:
     return {n: check.round_to(v, dtypes.get(n, "f64")) for n, v in _core.random_inputs(text, seed).items()}
 
 
+@functools.lru_cache(maxsize=4)
+def _reference(text: str, seed: int) -> tuple:
+    """The inputs of trial seed `seed` and the reference interpreter's
+    outputs on them; the noise checks of one failing trial share them (not
+    to be modified)."""
+    from . import _core
+
+    inputs = _trial_inputs(text, seed)
+    return inputs, _core.evaluate(text, seed=seed, blocks={}, inputs=inputs)
+
+
 def noise_floor(text: str, seed: int, draws: int = 3, step: float = NOISE_STEP) -> dict:
     """Each output's relative change under random relative input
     perturbations of `step` (the largest over `draws` draws), on the inputs
@@ -356,8 +368,7 @@ def noise_floor(text: str, seed: int, draws: int = 3, step: float = NOISE_STEP) 
     from . import _core
 
     dtypes = check._input_dtypes(text)
-    inputs = _trial_inputs(text, seed)
-    want = _core.evaluate(text, seed=seed, blocks={}, inputs=inputs)
+    inputs, want = _reference(text, seed)
     floating = {n for n, d in dtypes.items() if d in ("f16", "bf16", "f32", "f64")}
     rng = np.random.default_rng(seed)
     floor = {name: 0.0 for name in want}
@@ -380,8 +391,7 @@ def rounding_floor(text: str, seed: int, draws: int = NOISE_ROUNDING_DRAWS,
 
     from . import _core
 
-    inputs = _trial_inputs(text, seed)
-    want = _core.evaluate(text, seed=seed, blocks={}, inputs=inputs)
+    inputs, want = _reference(text, seed)
     floor = {name: 0.0 for name in want}
     for draw in range(draws):
         got = _core.evaluate(text, seed=seed, blocks={}, inputs=inputs, rounding=scale,
@@ -409,9 +419,7 @@ def _subnormal_outputs(text: str, trial, failing: dict, half: set) -> set:
     tail, -3e-45 and -7e-44, 4.5e-2 off)."""
     import numpy as np
 
-    from . import _core
-
-    want = _core.evaluate(text, seed=trial.seed, blocks={}, inputs=_trial_inputs(text, trial.seed))
+    want = _reference(text, trial.seed)[1]
     out = set()
     for name, error in failing.items():
         tiny = smallest_normal(text, name in half)

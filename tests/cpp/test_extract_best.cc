@@ -134,6 +134,8 @@ TEST(ExtractBestFirst, AReductionsOperandTileIsCheckedAgainstTheRegisters) {
     *stats = r.stats;
     std::set<uint64_t> keys;
     for (const Candidate& c : r.candidates) keys.insert(canonical_hash(c.program));
+    // The best one computes the program (the reference interpreter).
+    if (!r.candidates.empty()) EXPECT_TRUE(compare_programs(s.u.naive, r.candidates[0].program, 11, 1).equivalent());
     return keys;
   };
   ExtractStats best_stats, bfs_stats;
