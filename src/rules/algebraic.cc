@@ -104,6 +104,25 @@ void algebraic_rules(Table& t) {
   // (x a) b = x (a b) when the other contraction's dim is not in the far operand.
   birule("matmul-reassoc", "(matmul ?r (matmul ?k ?x ?a) ?b)", "(matmul ?k ?x (matmul ?r ?a ?b))",
          "(not-has-dim ?x ?r) (not-has-dim ?b ?k)");
+  // The other grouping: the inner product's operand without k leaves it,
+  // sum_k x (sum_r a b) = sum_r a (sum_k x b). This is what absorbs an
+  // up-projection into the query (q . (C W) = C (q . W): multi-head latent
+  // attention's keys never expanded). The inner-right form is its own
+  // inverse; the inner-left one lands in it.
+  rule("matmul-reassoc-across", "(matmul ?k ?x (matmul ?r ?a ?b))", "(matmul ?r ?a (matmul ?k ?x ?b))",
+       "(not-has-dim ?x ?r) (not-has-dim ?a ?k)");
+  rule("matmul-reassoc-across-left", "(matmul ?k (matmul ?r ?a ?b) ?x)", "(matmul ?r ?a (matmul ?k ?b ?x))",
+       "(not-has-dim ?x ?r) (not-has-dim ?a ?k)");
+  // A factor that varies along the contracted dim moves to the smaller
+  // operand when that one already has all its dims (nothing is broadcast
+  // larger): sum_k a (b s) = sum_k (a s) b. MLA's key gain goes onto the
+  // query, not the other way round (nor a norm's gain onto a weight). A
+  // factor without k moves out of the contraction instead
+  // (factor-out-of-matmul below).
+  rule("factor-across-matmul", "(matmul ?k ?a (mul ?b ?s))", "(matmul ?k (mul ?a ?s) ?b)",
+       "(has-dim ?s ?k) (dims-within ?s ?a) (fewer-elements ?a ?b)");
+  rule("factor-across-matmul-left", "(matmul ?k (mul ?a ?s) ?b)", "(matmul ?k ?a (mul ?b ?s))",
+       "(has-dim ?s ?k) (dims-within ?s ?b) (fewer-elements ?b ?a)");
 
   // Factor moving: what does not vary along a dim moves out of the reduction
   // or contraction over that dim (RMSNorm's factor after the projections,

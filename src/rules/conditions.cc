@@ -8,6 +8,8 @@
 //   (distinct-dims ?p ?q)  axes ?p and ?q split different dims
 //   (not-value ?x V)       ?x is not known to be the literal V (a fact)
 //   (not-literal ?x)       ?x is not a literal constant
+//   (dims-within ?s ?x)    ?s and ?x are tensors and every dim of ?s is a dim of ?x
+//   (fewer-elements ?a ?b) ?a and ?b are tensors and ?a has fewer elements than ?b
 //   (sole-split ?x ?d ?p)  in ?x, dim ?d is split by axis ?p alone, at level 0
 //                          (its blocks cover the whole dim once)
 #include <mutex>
@@ -51,6 +53,14 @@ double number_arg(const SExpr& e, const std::string& file) {
   } catch (...) {
   }
   throw Error(file, e.loc, "expected a number, got `" + sexpr_text(e) + "`");
+}
+
+// The number of elements of a tensor of type t (every dim whole).
+double elements(const Match& m, const TensorType& t) {
+  double n = 1;
+  for (Symbol d : t.dims)
+    if (const DimInfo* info = m.egraph().dims().find(d)) n *= double(info->extent);
+  return n;
 }
 
 const Type& type_at(const Match& m, int word) { return m.egraph().type(EClassId(m.subst()[word])).get(); }
@@ -110,6 +120,32 @@ void register_rule_conditions() {
                          return Condition{text_of("not-literal", args), false, [w](const Match& m) {
                                             const Type& t = type_at(m, w);
                                             return t.is_tuple || !t.tensor().literal;
+                                          }};
+                       });
+    register_condition("dims-within",
+                       [](std::span<const SExpr> args, const Pattern& lhs, const std::string& file) {
+                         expect(args, 2, "dims-within", file);
+                         int s = var_word(args[0], lhs, file, false, AttrKind::None);
+                         int x = var_word(args[1], lhs, file, false, AttrKind::None);
+                         return Condition{text_of("dims-within", args), false, [s, x](const Match& m) {
+                                            const Type& ts = type_at(m, s);
+                                            const Type& tx = type_at(m, x);
+                                            if (ts.is_tuple || tx.is_tuple) return false;
+                                            for (Symbol d : ts.tensor().dims)
+                                              if (!tx.tensor().has_dim(d)) return false;
+                                            return true;
+                                          }};
+                       });
+    register_condition("fewer-elements",
+                       [](std::span<const SExpr> args, const Pattern& lhs, const std::string& file) {
+                         expect(args, 2, "fewer-elements", file);
+                         int a = var_word(args[0], lhs, file, false, AttrKind::None);
+                         int b = var_word(args[1], lhs, file, false, AttrKind::None);
+                         return Condition{text_of("fewer-elements", args), false, [a, b](const Match& m) {
+                                            const Type& ta = type_at(m, a);
+                                            const Type& tb = type_at(m, b);
+                                            if (ta.is_tuple || tb.is_tuple) return false;
+                                            return elements(m, ta.tensor()) < elements(m, tb.tensor());
                                           }};
                        });
     register_condition("sole-split",

@@ -202,6 +202,20 @@ const char* kAttentionValueFirst = R"(
   (let p (exp (sub scores (max t scores))))
   (output o [s f] (matmul t v (div p (sum t p))))))";
 
+// Multi-head latent attention's scores: keys expanded from a latent cache
+// (C W), scaled per position and per channel; the up-projection and the
+// channel gain can move onto the query.
+const char* kLatentScores = R"(
+(program latent_scores
+  (dims (h 2) (e 3) (t 4) (c 3) (n 6))
+  (input q f32 [h e])
+  (input ckv f32 [t c])
+  (input kinv f32 [t h])
+  (input w f32 [c n])
+  (input g f32 [e])
+  (output s [h t] (matmul e q (mul (mul (split n h e (matmul c ckv w)) kinv) g)))
+  (output z [h t] (matmul e (mul (split n h e (matmul c ckv w)) g) q))))";
+
 // A buffer written by collect, read by a reduction: propagation into it.
 const char* kCollect = R"(
 (program collect_seed
@@ -276,6 +290,7 @@ const std::vector<CorpusProgram>& builtin_corpus() {
       {"scaled_matmul", kScaledMatmul},
       {"units", kUnits},
       {"attention_value_first", kAttentionValueFirst},
+      {"latent_scores", kLatentScores},
       {"collect_seed", kCollect},
       {"pointwise_zoo", pointwise_zoo()},
   };

@@ -94,6 +94,29 @@ TEST(RuleDerivations, MatmulSplitKOneAndTwoLevels) {
   expect_derived({"examples/matmul/naive.eqf", "examples/matmul/split_k_two_levels.eqf"});
 }
 
+// Multi-head latent attention: both up-projections absorbed (the key's onto
+// the query, the value's after the attention) and the key scales moved onto
+// the query and the logits, by the algebraic rules alone (the whole library
+// does not saturate this program in a test's time; the pipeline's search
+// stops at its node limit with the absorbed form found, see
+// docs/architecture.md).
+TEST(RuleDerivations, LatentAttentionAbsorbsItsUpProjections) {
+  Program a = parse_and_check_file("examples/mla/naive.eqf");
+  Program b = parse_and_check_file("examples/mla/absorbed.eqf");
+  ASSERT_TRUE(compare_programs(a, b, 7, 2).equivalent());
+  EGraph g;
+  std::vector<EClassId> roots = load_program(g, a);
+  Runner runner(g);
+  runner.with_time_limit(60).with_node_limit(500'000).with_iter_limit(100000);
+  runner.with_rules("algebraic", family_rules(Family::Algebraic));
+  RunReport run = runner.run();
+  EXPECT_EQ(run.stop, StopReason::Saturated) << stop_reason_name(run.stop);
+  ProofReport proof = find_in_class(g, roots, a.outputs(), b);
+  ASSERT_TRUE(proof.proved) << proof.text();
+  EXPECT_EQ(proof.rules.count("matmul-reassoc-across"), 1u) << proof.text();
+  EXPECT_EQ(proof.rules.count("factor-across-matmul"), 1u) << proof.text();
+}
+
 // Must not be provable: a target that computes something else.
 TEST(RuleDerivations, AWrongTargetIsNotProved) {
   Program a = parse_and_check_file("examples/layernorm/naive.eqf");
