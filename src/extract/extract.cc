@@ -175,12 +175,22 @@ class Enumerator {
     if (opt_.order == ExtractOrder::BestFirst) {
       // One pass per pricing and kernel weight, each with its share of the
       // time; a candidate an earlier pass found is not built again.
-      constexpr std::pair<GuidePricing, KernelWeight> kPasses[] = {
-          {GuidePricing::Tree, KernelWeight::Inherited},
-          {GuidePricing::Shared, KernelWeight::Inherited},
-          {GuidePricing::Shared, KernelWeight::Own},
+      // The second pass expands last the partial programs whose loads
+      // already exceed shared memory (`defer`), where the first met any;
+      // the first keeps them in their order, since some workloads' best
+      // candidates are the reuse twins of staged-out ones (ngpt's).
+      struct Pass {
+        GuidePricing pricing;
+        KernelWeight kernel_weight;
+        bool defer;
       };
-      for (auto [pricing, kernel_weight] : kPasses) {
+      constexpr Pass kPasses[] = {
+          {GuidePricing::Tree, KernelWeight::Inherited, false},
+          {GuidePricing::Tree, KernelWeight::Inherited, true},
+          {GuidePricing::Shared, KernelWeight::Inherited, false},
+          {GuidePricing::Shared, KernelWeight::Own, false},
+      };
+      for (auto [pricing, kernel_weight, defer] : kPasses) {
         // The pass with kernels at their own weight complements the others:
         // it gets at most as many states as they took together (and a
         // floor), so that it cannot dominate the search where its pricing
@@ -190,6 +200,13 @@ class Enumerator {
                            : std::numeric_limits<uint64_t>::max();
         guide_.emplace(g_, table_, opt_.cost->target(), pricing, kernel_weight);
         filler_.set_guide(&*guide_);
+        // Deferring changes nothing where the first pass met no staged-out
+        // partial program.
+        if (defer && (staged_partials_ == 0 || !opt_.defer_staged_out)) continue;
+        staging_limit_ = pricing == GuidePricing::Tree && opt_.staging_bound
+                             ? double(opt_.cost->target().smem_bytes_per_program)
+                             : 0;
+        defer_ = defer;
         seen_.clear();
         after_keys_.clear();
         best_ = {};
@@ -309,6 +326,19 @@ class Enumerator {
           if (price == std::numeric_limits<double>::infinity()) {
             ++st.pruned;
             continue;
+          }
+          // Some kernel's loads already need more shared memory than a
+          // program has, at any block sizes: every completion is infeasible
+          // except, perhaps, its reuse twin (which loads what it
+          // recomputes). Expanded after every state that may still fit,
+          // not dropped (mHC's MLP: 256,000 staged-out candidates were
+          // built, best first, before any that fits).
+          if (staging_limit_ > 0 && guide_->least_staging_bytes(child) > staging_limit_) {
+            ++staged_partials_;
+            if (defer_) {
+              price += kStagedOutPrice;
+              ++st.deferred;
+            }
           }
         }
         work.push(std::move(child), price);
@@ -476,6 +506,12 @@ class Enumerator {
   uint64_t pass_states_ = std::numeric_limits<uint64_t>::max();  // this pass's share of states
   std::unordered_set<uint64_t> found_;  // keys of the candidates of earlier passes
   double time_share_ = 0;             // this pass's time limit
+  double staging_limit_ = 0;          // the passes that check partial programs' staging: a program's shared memory
+  bool defer_ = false;                // this pass expands staged-out partial programs last
+  uint64_t staged_partials_ = 0;      // partial programs found staged out, in all passes
+  // Added to the price of a partial program some kernel of which cannot
+  // stage its loads: far above any program's time, so it waits for the rest.
+  static constexpr double kStagedOutPrice = 1e3;
   size_t feasible_found_ = 0;
   double output_bytes_ = 0;
   KeySet seen_, after_keys_;

@@ -73,7 +73,7 @@ int verb_extract(const Args& args) {
       << ", \"build_seconds\": " << json_number(st.build_seconds) << ", \"estimate_seconds\": " << json_number(st.estimate_seconds)
       << ", \"rank_seconds\": " << json_number(st.rank_seconds) << ", \"skipped_equivalent\": " << st.skipped_equivalent
       << ", \"pruned\": " << st.pruned << ", \"dead_ends\": " << st.dead_ends << ", \"invalid\": " << st.invalid
-      << ", \"infeasible\": " << st.infeasible << ", \"staged_out\": " << st.staged_out << ", \"limit_hit\": " << (st.limit_hit ? "true" : "false");
+      << ", \"infeasible\": " << st.infeasible << ", \"staged_out\": " << st.staged_out << ", \"deferred\": " << st.deferred << ", \"limit_hit\": " << (st.limit_hit ? "true" : "false");
     if (st.limit_hit) o << ", \"limit\": " << json_quoted(st.limit);
     if (opt.memory_limit_bytes) o << ", \"extract_peak_memory_bytes\": " << st.peak_memory_bytes;
     o << ", \"egraph\": {\"enodes\": " << g.num_nodes() << ", \"eclasses\": " << g.num_classes();
@@ -141,6 +141,9 @@ int verb_extract(const Args& args) {
                 "%llu pruned partial, %llu dead-end fillings\n",
                 (unsigned long long)st.invalid, (unsigned long long)st.infeasible,
                 (unsigned long long)st.staged_out, (unsigned long long)st.pruned, (unsigned long long)st.dead_ends);
+  if (st.deferred)
+    std::printf("deferred: %llu partial programs whose loads already exceed shared memory, expanded last\n",
+                (unsigned long long)st.deferred);
   if (st.invalid) std::printf("first invalid: %s\n", st.first_invalid.c_str());
   if (st.infeasible) std::printf("first infeasible: %s\n", st.first_infeasible.c_str());
   for (size_t i = 0; i < res.candidates.size() && i < top; ++i) {

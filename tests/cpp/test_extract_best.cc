@@ -347,6 +347,7 @@ TEST(ExtractBestFirst, TheStagingBoundMarksOnlyInfeasibleCandidates) {
   o.cost = &h200();
   o.max_candidates = 256;
   o.time_limit_s = 60;
+  o.defer_staged_out = false;  // the pass that reorders by the bound: below
   ExtractResult with = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
   o.staging_bound = false;
   ExtractResult without = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
@@ -361,6 +362,29 @@ TEST(ExtractBestFirst, TheStagingBoundMarksOnlyInfeasibleCandidates) {
   }
   EXPECT_NE(with.stats.first_infeasible.find("shared memory at any block sizes"), std::string::npos)
       << with.stats.first_infeasible;
+}
+
+// The deferring pass only adds candidates: every candidate of the passes
+// without it is found with it, in the same order of estimates, and ngpt has
+// staged-out partial programs to defer.
+TEST(ExtractBestFirst, DeferringStagedOutProgramsLosesNoCandidate) {
+  Saturated s("examples/workloads/ngpt.eqf");
+  ExtractOptions o;
+  o.order = ExtractOrder::BestFirst;
+  o.cost = &h200();
+  o.max_candidates = 256;
+  o.time_limit_s = 60;
+  ExtractResult with = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
+  o.defer_staged_out = false;
+  ExtractResult without = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
+  EXPECT_EQ(without.stats.deferred, 0u);
+  EXPECT_GT(with.stats.deferred, 0u);
+  ASSERT_FALSE(with.stats.limit_hit);
+  std::set<uint64_t> keys;
+  for (const Candidate& c : with.candidates) keys.insert(c.key);
+  for (const Candidate& c : without.candidates) EXPECT_TRUE(keys.count(c.key)) << c.key;
+  ASSERT_FALSE(with.candidates.empty());
+  EXPECT_LE(with.candidates[0].estimate->seconds, without.candidates[0].estimate->seconds);
 }
 
 TEST(ExtractBestFirst, NeedsACostModel) {

@@ -115,6 +115,12 @@ struct ExtractOptions {
   // block sizes (CostGuide::least_staging_bytes), is infeasible without
   // an estimate. Off: every candidate is estimated (the same results, slower).
   bool staging_bound = true;
+  // Best-first with the staging bound: where the first pass met partial
+  // programs some kernel of which already cannot stage its loads, a second
+  // pass with the same pricing expands those last (their completions are
+  // infeasible but for reuse twins), so that it reaches the programs that
+  // fit behind a region of staged-out ones (mHC's MLP).
+  bool defer_staged_out = true;
   // With a cost model: the best-ranked this many are estimated again at each
   // of the target's stage_choices (CostModel::best_stages) and re-ranked
   // among themselves; 0 = every candidate at the target's pipeline_stages.
@@ -139,6 +145,7 @@ struct ExtractStats {
   uint64_t reuse_twins = 0;        // candidates added by reuse_kernel_results (not in `distinct`)
   uint64_t infeasible = 0;         // valid candidates whose tiles fit no block sizes
   uint64_t staged_out = 0;         //   of which known from their loads' shared memory, not estimated
+  uint64_t deferred = 0;           // partial programs expanded last: their loads already exceed shared memory
   bool limit_hit = false;          // max_states, time_limit_s or memory_limit_bytes stopped the expansion
   std::string limit;               // which: "states", "time" or "memory"
   uint64_t peak_memory_bytes = 0;  // the most the memory limit's check counted (0 without a limit)
