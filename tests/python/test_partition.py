@@ -258,3 +258,19 @@ def test_a_subgraph_partitioned_again_declares_each_output_once():
             # sub_ ends the first subgraph: read by exp in the next one.
             assert plan.subgraphs[0].outputs == [(0, 0)]
             assert plan.outputs[0] == (0, 0) and plan.boundaries[0].consumers == [1]
+
+
+def test_latent_attention_layer_through_optimize(counted_search):
+    """QK-norm MLA decode at its small size: the search absorbs the
+    up-projections (rules matmul-reassoc-across, factor-across-matmul), and
+    the composed program matches eager on fresh inputs."""
+    from bench import workloads as W
+
+    case = W.cases(only=["mla_qknorm_decode"], small=True)[0]
+    inputs = W.make_inputs(case, "cpu", torch.float16)
+    fn = case.fn()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InterpreterWarning)
+        fast = eqiforge.optimize(fn, *inputs, **FAST)
+    other = W.make_inputs(case, "cpu", torch.float16, seed=5)
+    assert rel_l2(fast(*other), fn(*other)) <= 1e-2
