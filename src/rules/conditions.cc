@@ -65,6 +65,22 @@ double elements(const Match& m, const TensorType& t) {
 
 const Type& type_at(const Match& m, int word) { return m.egraph().type(EClassId(m.subst()[word])).get(); }
 
+// A condition on two class variables that holds only when both are tensors
+// and `pred` holds of their types.
+template <class Pred>
+void register_tensor_pair_condition(const char* name, Pred pred) {
+  register_condition(name, [name, pred](std::span<const SExpr> args, const Pattern& lhs, const std::string& file) {
+    expect(args, 2, name, file);
+    int a = var_word(args[0], lhs, file, false, AttrKind::None);
+    int b = var_word(args[1], lhs, file, false, AttrKind::None);
+    return Condition{text_of(name, args), false, [a, b, pred](const Match& m) {
+                       const Type& ta = type_at(m, a);
+                       const Type& tb = type_at(m, b);
+                       return !ta.is_tuple && !tb.is_tuple && pred(m, ta.tensor(), tb.tensor());
+                     }};
+  });
+}
+
 }  // namespace
 
 void register_rule_conditions() {
@@ -122,32 +138,14 @@ void register_rule_conditions() {
                                             return t.is_tuple || !t.tensor().literal;
                                           }};
                        });
-    register_condition("dims-within",
-                       [](std::span<const SExpr> args, const Pattern& lhs, const std::string& file) {
-                         expect(args, 2, "dims-within", file);
-                         int s = var_word(args[0], lhs, file, false, AttrKind::None);
-                         int x = var_word(args[1], lhs, file, false, AttrKind::None);
-                         return Condition{text_of("dims-within", args), false, [s, x](const Match& m) {
-                                            const Type& ts = type_at(m, s);
-                                            const Type& tx = type_at(m, x);
-                                            if (ts.is_tuple || tx.is_tuple) return false;
-                                            for (Symbol d : ts.tensor().dims)
-                                              if (!tx.tensor().has_dim(d)) return false;
-                                            return true;
-                                          }};
-                       });
-    register_condition("fewer-elements",
-                       [](std::span<const SExpr> args, const Pattern& lhs, const std::string& file) {
-                         expect(args, 2, "fewer-elements", file);
-                         int a = var_word(args[0], lhs, file, false, AttrKind::None);
-                         int b = var_word(args[1], lhs, file, false, AttrKind::None);
-                         return Condition{text_of("fewer-elements", args), false, [a, b](const Match& m) {
-                                            const Type& ta = type_at(m, a);
-                                            const Type& tb = type_at(m, b);
-                                            if (ta.is_tuple || tb.is_tuple) return false;
-                                            return elements(m, ta.tensor()) < elements(m, tb.tensor());
-                                          }};
-                       });
+    register_tensor_pair_condition("dims-within", [](const Match&, const TensorType& s, const TensorType& x) {
+      for (Symbol d : s.dims)
+        if (!x.has_dim(d)) return false;
+      return true;
+    });
+    register_tensor_pair_condition("fewer-elements", [](const Match& m, const TensorType& a, const TensorType& b) {
+      return elements(m, a) < elements(m, b);
+    });
     register_condition("sole-split",
                        [](std::span<const SExpr> args, const Pattern& lhs, const std::string& file) {
                          expect(args, 3, "sole-split", file);

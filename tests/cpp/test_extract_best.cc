@@ -340,13 +340,19 @@ TEST(ExtractBestFirst, AMemoryLimitBoundsThePartialPrograms) {
 // with it and without it extraction returns the same ranked candidates, and
 // every candidate it calls infeasible the cost model calls infeasible too.
 // On ngpt it decides about half of the infeasible ones.
-TEST(ExtractBestFirst, TheStagingBoundMarksOnlyInfeasibleCandidates) {
-  Saturated s("examples/workloads/ngpt.eqf");
+// Best-first with the H200's cost model, 256 feasible candidates per pass.
+ExtractOptions best_first_256() {
   ExtractOptions o;
   o.order = ExtractOrder::BestFirst;
   o.cost = &h200();
   o.max_candidates = 256;
   o.time_limit_s = 60;
+  return o;
+}
+
+TEST(ExtractBestFirst, TheStagingBoundMarksOnlyInfeasibleCandidates) {
+  Saturated s("examples/workloads/ngpt.eqf");
+  ExtractOptions o = best_first_256();
   o.defer_staged_out = false;  // the pass that reorders by the bound: below
   ExtractResult with = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
   o.staging_bound = false;
@@ -369,11 +375,7 @@ TEST(ExtractBestFirst, TheStagingBoundMarksOnlyInfeasibleCandidates) {
 // staged-out partial programs to defer.
 TEST(ExtractBestFirst, DeferringStagedOutProgramsLosesNoCandidate) {
   Saturated s("examples/workloads/ngpt.eqf");
-  ExtractOptions o;
-  o.order = ExtractOrder::BestFirst;
-  o.cost = &h200();
-  o.max_candidates = 256;
-  o.time_limit_s = 60;
+  ExtractOptions o = best_first_256();
   ExtractResult with = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
   o.defer_staged_out = false;
   ExtractResult without = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
