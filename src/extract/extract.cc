@@ -191,6 +191,9 @@ class Enumerator {
           {GuidePricing::Shared, KernelWeight::Own, false},
       };
       for (auto [pricing, kernel_weight, defer] : kPasses) {
+        // Deferring changes nothing where the first pass met no staged-out
+        // partial program.
+        if (defer && !met_staged_out_) continue;
         // The pass with kernels at their own weight complements the others:
         // it gets at most as many states as they took together (and a
         // floor), so that it cannot dominate the search where its pricing
@@ -200,13 +203,10 @@ class Enumerator {
                            : std::numeric_limits<uint64_t>::max();
         guide_.emplace(g_, table_, opt_.cost->target(), pricing, kernel_weight);
         filler_.set_guide(&*guide_);
-        // Deferring changes nothing where the first pass met no staged-out
-        // partial program.
-        if (defer && (staged_partials_ == 0 || !opt_.defer_staged_out)) continue;
-        staging_limit_ = pricing == GuidePricing::Tree && opt_.staging_bound
-                             ? double(opt_.cost->target().smem_bytes_per_program)
-                             : 0;
-        defer_ = defer;
+        // The first pass only watches for a staged-out partial program (up
+        // to the first), the deferring pass checks every one.
+        const bool watch = opt_.staging_bound && opt_.defer_staged_out && pricing == GuidePricing::Tree;
+        staging_watch_ = !watch ? StagingWatch::Off : defer ? StagingWatch::Defer : StagingWatch::UntilFirst;
         seen_.clear();
         after_keys_.clear();
         best_ = {};
@@ -333,9 +333,11 @@ class Enumerator {
           // recomputes). Expanded after every state that may still fit,
           // not dropped (mHC's MLP: 256,000 staged-out candidates were
           // built, best first, before any that fits).
-          if (staging_limit_ > 0 && guide_->least_staging_bytes(child) > staging_limit_) {
-            ++staged_partials_;
-            if (defer_) {
+          if (staging_watch_ != StagingWatch::Off && staged_out(child)) {
+            if (staging_watch_ == StagingWatch::UntilFirst) {
+              met_staged_out_ = true;
+              staging_watch_ = StagingWatch::Off;
+            } else {
               price += kStagedOutPrice;
               ++st.deferred;
             }
@@ -390,6 +392,12 @@ class Enumerator {
   }
 
   bool reusing() const { return opt_.cost && opt_.reuse_kernel_results; }
+
+  // Some kernel of s needs more shared memory for its loads than a program
+  // has, at any block sizes (CostGuide::least_staging_bytes).
+  bool staged_out(const PartialProgram& s) {
+    return guide_->least_staging_bytes(s) > double(opt_.cost->target().smem_bytes_per_program);
+  }
 
   // Checks, estimates and keeps a candidate; returns its program, or null
   // when it is not valid. One estimated infeasible is counted and dropped
@@ -506,9 +514,12 @@ class Enumerator {
   uint64_t pass_states_ = std::numeric_limits<uint64_t>::max();  // this pass's share of states
   std::unordered_set<uint64_t> found_;  // keys of the candidates of earlier passes
   double time_share_ = 0;             // this pass's time limit
-  double staging_limit_ = 0;          // the passes that check partial programs' staging: a program's shared memory
-  bool defer_ = false;                // this pass expands staged-out partial programs last
-  uint64_t staged_partials_ = 0;      // partial programs found staged out, in all passes
+  // Whether this pass checks partial programs against shared memory: not,
+  // until the first staged-out one (then met_staged_out_), or each one to
+  // expand the staged-out ones last.
+  enum class StagingWatch { Off, UntilFirst, Defer };
+  StagingWatch staging_watch_ = StagingWatch::Off;
+  bool met_staged_out_ = false;
   // Added to the price of a partial program some kernel of which cannot
   // stage its loads: far above any program's time, so it waits for the rest.
   static constexpr double kStagedOutPrice = 1e3;

@@ -371,7 +371,7 @@ TEST(ExtractBestFirst, TheStagingBoundMarksOnlyInfeasibleCandidates) {
 }
 
 // The deferring pass only adds candidates: every candidate of the passes
-// without it is found with it, in the same order of estimates, and ngpt has
+// without it is found with it, the best is no worse, and ngpt has
 // staged-out partial programs to defer.
 TEST(ExtractBestFirst, DeferringStagedOutProgramsLosesNoCandidate) {
   Saturated s("examples/workloads/ngpt.eqf");
