@@ -12,6 +12,7 @@
 #include <set>
 
 #include "codegen/triton_emit.h"
+#include "eqiforge/lower/dot_shape.h"
 
 namespace eqf::codegen {
 namespace {
@@ -354,8 +355,9 @@ std::string transposed(const std::string& text) {
   return "tl.trans(" + text + ")";
 }
 
-// A contraction over k: tl.dot for two 2-D operands (rows x k, k x cols),
-// padded to tiles of at least 16; otherwise a broadcast product and tl.sum.
+// A contraction over k: one tl.dot when the operands are matrices, or runs
+// of dims beside k that flatten into matrices (dot_shape.h), with single
+// dims padded to tiles of at least 16; otherwise a broadcast product and tl.sum.
 TileTuple contract(KernelEmitter& k, NodeId n, Kids kids) {
   const Program& p = k.program();
   Symbol kd = attr_sym(p.node(n).attrs, 0);
@@ -372,14 +374,8 @@ TileTuple contract(KernelEmitter& k, NodeId n, Kids kids) {
   // Padded k positions must contribute 0 (and no NaN from inf * 0).
   Value a = k.masked(a0, kv, 0.0), b = k.masked(b0, kv, 0.0);
 
-  bool dot = a.dims.size() == 2 && b.dims.size() == 2;
-  DimView rows{}, cols{};
-  if (dot) {
-    rows = a.dims[0].dim == kd ? a.dims[1] : a.dims[0];
-    cols = b.dims[0].dim == kd ? b.dims[1] : b.dims[0];
-    dot = rows.dim != cols.dim;
-  }
-  if (!dot) {
+  std::optional<DotShape> shape = dot_shape(p, a.dims, b.dims, kd);
+  if (!shape) {
     const Value* args[] = {&a, &b};
     std::vector<DimView> all = k.union_dims(args);
     size_t pos = size_t(std::find_if(all.begin(), all.end(), [&](const DimView& x) { return x.dim == kd; }) -
@@ -392,29 +388,45 @@ TileTuple contract(KernelEmitter& k, NodeId n, Kids kids) {
     out.zero_padded = a0.zero_padded && b0.zero_padded;
     return single(out);
   }
-  k.dot_dim(rows);
   k.dot_dim(kv);
-  k.dot_dim(cols);
-  auto operand = [&](const Value& v, bool k_first) {
-    Value f = v;
+  for (const std::vector<DimView>* run : {&shape->rows, &shape->cols})
+    if (run->size() == 1) k.dot_dim(run->front());
+  // The matrix dim of a run: its tile, or the product of its dims' tiles.
+  auto size = [&](const std::vector<DimView>& run) {
+    std::string s;
+    for (const DimView& v : run) s += (s.empty() ? "" : " * ") + k.tile(v);
+    return s;
+  };
+  auto operand = [&](const Value& v, const std::vector<DimView>& run, bool stored_k_first, bool k_first) {
     std::string text = v.expr.text;
     bool is_f16 = dtype == DType::F16 || dtype == DType::BF16;
     if (is_f16 && v.dtype != dtype)
       text = convert_text(v.expr, v.dtype, dtype);
     else if (!is_f16)
       text = k.to_float(v).expr.text;
-    bool stored_k_first = v.dims[0].dim == kd;
+    if (run.size() > 1) {
+      std::string kt = k.tile(kv), mt = size(run);
+      text = "tl.reshape(" + text + ", (" + (stored_k_first ? kt + ", " + mt : mt + ", " + kt) + "))";
+    }
     if (stored_k_first != k_first) text = transposed(text);
     return text;
   };
-  std::string call = "tl.dot(" + operand(a, false) + ", " + operand(b, true);
+  std::string call = "tl.dot(" + operand(a, shape->rows, shape->a_k_first, false) + ", " +
+                     operand(b, shape->cols, shape->b_k_first, true);
   if (dtype == DType::F32) call += ", input_precision=" + k.input_precision();
   call += ")";
   Value out;
   // tl.dot gives (rows, cols); the kernel's dim order may want (cols, rows).
-  bool swapped = p.dims.order(cols.dim) < p.dims.order(rows.dim);
-  out.dims = swapped ? std::vector<DimView>{cols, rows} : std::vector<DimView>{rows, cols};
-  out.expr = Expr{swapped ? "tl.trans(" + call + ")" : call, kAtom};
+  out.dims = shape->cols_first ? shape->cols : shape->rows;
+  const std::vector<DimView>& rest = shape->cols_first ? shape->rows : shape->cols;
+  out.dims.insert(out.dims.end(), rest.begin(), rest.end());
+  std::string text = shape->cols_first ? "tl.trans(" + call + ")" : call;
+  if (shape->flattened()) {
+    std::string dims;
+    for (const DimView& v : out.dims) dims += (dims.empty() ? "" : ", ") + k.tile(v);
+    text = "tl.reshape(" + text + ", (" + dims + "))";
+  }
+  out.expr = Expr{text, kAtom};
   out.zero_padded = a0.zero_padded && b0.zero_padded;
   return single(out);
 }

@@ -96,11 +96,16 @@ struct Sizes {
     for (const DimRef& d : t) e *= avg(d);
     return e;
   }
-  // The emitter pads every dim of a dot, whole ones included, to the
-  // smallest dot (a TILE constexpr of max(16, next_power_of_2(size))).
+  // The emitter pads every dim of a dot's matrix, whole ones included, to
+  // the smallest dot (a TILE constexpr of max(16, next_power_of_2(size))).
+  // A tile of more dims reaches tl.dot flattened (dot_shape.h): its whole
+  // dims stay as they are; blocked ones are k or a padded matrix dim.
   double padded_for_dot(const Tile& t, int min_dot) const {
     double e = 1;
-    for (const DimRef& d : t) e *= d.kind == DimRef::Kind::One ? 1 : std::max(double(min_dot), padded(d));
+    for (const DimRef& d : t) {
+      bool pad = d.kind != DimRef::Kind::One && (t.size() == 2 || d.kind == DimRef::Kind::Blocked);
+      e *= pad ? std::max(double(min_dot), padded(d)) : padded(d);
+    }
     return e;
   }
   double padded(const Tile& t) const {

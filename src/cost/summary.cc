@@ -5,6 +5,7 @@
 
 #include "cost/index_mask.h"
 #include "eqiforge/ir/diagnostic.h"
+#include "eqiforge/lower/dot_shape.h"
 
 namespace eqf::cost {
 namespace {
@@ -101,25 +102,25 @@ class Compiler {
         if (!v.squeezed) out.push_back(v);
       return out;
     };
-    std::vector<DimView> va = live(a), vb = live(b);
-    auto has_k = [&](const std::vector<DimView>& v) {
-      return std::any_of(v.begin(), v.end(), [&](const DimView& x) { return x.dim == kd; });
-    };
-    // The emitter's rule: tl.dot for two 2-D operands sharing only k.
-    if (va.size() == 2 && vb.size() == 2 && has_k(va) && has_k(vb)) {
-      DimView rows = va[0].dim == kd ? va[1] : va[0];
-      DimView cols = vb[0].dim == kd ? vb[1] : vb[0];
-      DimView kv = va[0].dim == kd ? va[0] : va[1];
-      if (rows.dim != cols.dim) {
-        DotRow d;
-        d.scope = scope;
-        d.rows = ref(rows);
-        d.k = ref(kv);
-        d.cols = ref(cols);
-        d.tensor_cores = a.dtype == DType::F16 || a.dtype == DType::BF16;
-        ks.dots.push_back(d);
-        return;
-      }
+    // The emitter's rule (dot_shape.h): one tl.dot, a flattened run of dims
+    // being one whole matrix dim of its tiles' product.
+    if (std::optional<DotShape> s = dot_shape(p_, live(a), live(b), kd)) {
+      auto matrix = [&](const std::vector<DimView>& run) {
+        if (run.size() == 1) return ref(run.front());
+        DimRef r;
+        r.kind = DimRef::Kind::Fixed;
+        r.extent = 1;
+        for (const DimView& v : run) r.extent *= whole_tile(p_, v.dim);
+        return r;
+      };
+      DotRow d;
+      d.scope = scope;
+      d.rows = matrix(s->rows);
+      d.k = ref(s->k);
+      d.cols = matrix(s->cols);
+      d.tensor_cores = a.dtype == DType::F16 || a.dtype == DType::BF16;
+      ks.dots.push_back(d);
+      return;
     }
     ks.computes.push_back(ComputeRow{scope, 2.0, union_tile(a, b)});
   }

@@ -546,6 +546,29 @@ TEST(CostModel, AWholeDimOfADotIsPaddedToo) {
 }
 
 
+// A run of whole dims beside k is one matrix dim of tl.dot (dot_shape.h):
+// w's n split into h x e (4 x 4) gives 16 columns, priced as a dot on the
+// tensor cores with neither dim padded, not as a broadcast product; h x e of
+// 2 x 4 cannot be flattened and stays a product on the FP units.
+TEST(CostModel, AFlattenedRunOfWholeDimsIsOneDot) {
+  auto program = [](const std::string& dims) {
+    return parse_and_check("(program mm (dims (m 64) (k 2048) " + dims +
+                           ")\n"
+                           "  (input x f16 [m k]) (input w f16 [k n])\n"
+                           "  (output y [m h e] (combine m.0 m (tile_matmul k (partition m.0 m x)\n"
+                           "    (replicate m.0 (split n h e w))))))");
+  };
+  CostModel cm(h200());
+  Program p = program("(n 16) (h 4) (e 4)");
+  ProgramEstimate e = cm.evaluate(p, lower_program(p), {{axis("m.0"), 16}});
+  ASSERT_TRUE(e.feasible) << e.why_infeasible;
+  EXPECT_DOUBLE_EQ(e.kernels[0].mma_flops, 2.0 * 64 * 2048 * 16);
+  Program q = program("(n 8) (h 2) (e 4)");
+  ProgramEstimate f = cm.evaluate(q, lower_program(q), {{axis("m.0"), 16}});
+  EXPECT_DOUBLE_EQ(f.kernels[0].mma_flops, 0);
+  EXPECT_GE(f.kernels[0].other_flops, 2.0 * 64 * 2048 * 8);
+}
+
 // A cache of kernel evaluations shared by many estimates (extraction's
 // candidates) changes no estimate: every tiled example, estimated in turn
 // through one cache (twice, so the second round reads only kept values),

@@ -190,6 +190,43 @@ def test_a_dim_named_like_another_dims_inner_axis_gets_its_own_tile_name(modules
     assert_close(trials, check.TOLERANCE_HALF)
 
 
+FLATTENED_DOTS = {
+    # w's n split into whole h x e (16 columns): one tl.dot of x by the
+    # reshaped [k, h*e] tile, reshaped back.
+    "cols": """(program flat_cols (dims (m 8) (k 40) (n 16) (h 4) (e 4))
+  (input x DT [m k]) (input w DT [k n])
+  (output y [m h e] (combine m.0 m (tile_matmul k (partition m.0 m x) (replicate m.0 (split n h e w))))))""",
+    # The rows side flattened, h padded (3 -> 4): 32 rows.
+    "rows": """(program flat_rows (dims (h 3) (e 8) (k 40) (n 24) (p 20))
+  (input xt DT [k n]) (input w DT [k p])
+  (output y [h e p] (combine p.0 p (tile_matmul k (replicate p.0 (split n h e xt)) (partition p.0 p w)))))""",
+    # Columns before rows in kernel order: the dot's result is transposed.
+    "cols-first": """(program flat_cols_first (dims (h 4) (e 4) (k 40) (n 16) (m 8))
+  (input x DT [m k]) (input w DT [k n])
+  (output y [m h e] (combine m.0 m (tile_matmul k (partition m.0 m x) (replicate m.0 (split n h e w))))))""",
+}
+
+
+@pytest.mark.parametrize("dtype", ["f16", "f32"])
+@pytest.mark.parametrize("name", sorted(FLATTENED_DOTS))
+def test_a_run_of_whole_dims_beside_k_is_flattened_into_one_dot(name, dtype, modules):
+    text = FLATTENED_DOTS[name].replace("DT", dtype)
+    module = modules(text)
+    source = Path(module.__file__).read_text()
+    assert "tl.dot(" in source and "tl.reshape(" in source and "tl.sum(" not in source, source
+    tol = check.TOLERANCE_HALF if dtype == "f16" else TOL
+    assert_close(check.check_program(text, seed=5, trials=3, module=module), tol)
+
+
+def test_a_run_too_small_for_a_dot_stays_a_broadcast_product(modules):
+    # h x e = 8 columns cannot be padded once flattened: tl.sum of a product.
+    text = FLATTENED_DOTS["cols"].replace("DT", "f32").replace("(n 16) (h 4)", "(n 8) (h 2)")
+    module = modules(text)
+    source = Path(module.__file__).read_text()
+    assert "tl.dot(" not in source and "tl.sum(" in source, source
+    assert_close(check.check_program(text, seed=5, trials=2, module=module))
+
+
 POINTWISE = {
     "add": "(add xt 0.5)", "sub": "(sub 0.5 xt)", "mul": "(mul xt xt)", "div": "(div xt 1.5)",
     "max2": "(max2 xt 0.1)", "min2": "(min2 xt 0.1)", "neg": "(neg xt)", "exp": "(exp xt)",

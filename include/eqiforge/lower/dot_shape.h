@@ -1,0 +1,43 @@
+// How a contraction's tiles reach tl.dot. The Triton emitter and the cost
+// model decide it with this one rule, so the model prices the kernel the
+// emitter writes.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "eqiforge/ir/program.h"
+#include "eqiforge/lower/kernel.h"
+
+namespace eqf {
+
+// The smallest tl.dot: every matrix dim of a dot is at least this (the
+// emitter pads a single dim's tile to it).
+inline constexpr int kMinDotTile = 16;
+
+// A contraction over k as one tl.dot of a (rows x k) by a (k x cols) matrix.
+// Each side's dims other than k form one run with k at an end of it; a run
+// of several dims is flattened into one matrix dim (tl.reshape), which takes
+// whole dims with static extents whose tiles multiply to at least
+// kMinDotTile (a flattened run cannot be padded). A run of one dim is padded.
+struct DotShape {
+  std::vector<DimView> rows, cols;  // kernel order
+  DimView k;
+  bool a_k_first = false, b_k_first = false;  // k leads its operand's dims
+  bool cols_first = false;                    // the result's kernel order is (cols..., rows...)
+  bool flattened() const { return rows.size() > 1 || cols.size() > 1; }
+};
+
+// a and b: the operands' live tile dims (squeezed ones left out) in kernel
+// order. nullopt when the contraction is a broadcast product and a sum
+// (k missing from one side, a dim on both sides, a run that is not
+// contiguous or cannot be flattened, rows and cols interleaved in kernel
+// order).
+std::optional<DotShape> dot_shape(const Program& p, const std::vector<DimView>& a, const std::vector<DimView>& b,
+                                  Symbol k);
+
+// The tile size of a whole dim with a static extent (next power of two);
+// 0 for a dim whose extent is not static.
+int64_t whole_tile(const Program& p, Symbol d);
+
+}  // namespace eqf
