@@ -355,9 +355,20 @@ std::string transposed(const std::string& text) {
   return "tl.trans(" + text + ")";
 }
 
-// A contraction over k: one tl.dot when the operands are matrices, or runs
-// of dims beside k that flatten into matrices (dot_shape.h), with single
-// dims padded to tiles of at least 16; otherwise a broadcast product and tl.sum.
+// tl.permute(text, order), or text itself for the identity order.
+std::string permuted(const std::string& text, const std::vector<size_t>& order) {
+  std::string dims;
+  bool identity = true;
+  for (size_t i = 0; i < order.size(); ++i) {
+    identity = identity && order[i] == i;
+    dims += (i ? ", " : "") + std::to_string(order[i]);
+  }
+  return identity ? text : "tl.permute(" + text + ", (" + dims + "))";
+}
+
+// A contraction over k: one tl.dot when each operand's dims other than k
+// are one matrix dim, padded when single and flattened when several
+// (dot_shape.h); otherwise a broadcast product and tl.sum.
 TileTuple contract(KernelEmitter& k, NodeId n, Kids kids) {
   const Program& p = k.program();
   Symbol kd = attr_sym(p.node(n).attrs, 0);
@@ -397,36 +408,43 @@ TileTuple contract(KernelEmitter& k, NodeId n, Kids kids) {
     for (const DimView& v : run) s += (s.empty() ? "" : " * ") + k.tile(v);
     return s;
   };
-  auto operand = [&](const Value& v, const std::vector<DimView>& run, bool stored_k_first, bool k_first) {
+  // An operand as a (k x run) matrix when k_first, else (run x k).
+  auto operand = [&](const Value& v, const std::vector<DimView>& run, size_t k_at, bool k_first) {
     std::string text = v.expr.text;
     bool is_f16 = dtype == DType::F16 || dtype == DType::BF16;
     if (is_f16 && v.dtype != dtype)
       text = convert_text(v.expr, v.dtype, dtype);
     else if (!is_f16)
       text = k.to_float(v).expr.text;
-    if (run.size() > 1) {
-      std::string kt = k.tile(kv), mt = size(run);
-      text = "tl.reshape(" + text + ", (" + (stored_k_first ? kt + ", " + mt : mt + ", " + kt) + "))";
-    }
-    if (stored_k_first != k_first) text = transposed(text);
-    return text;
+    if (run.size() == 1) return (k_at == 0) == k_first ? text : transposed(text);
+    std::vector<size_t> order;
+    if (k_first) order.push_back(k_at);
+    for (size_t i = 0; i < v.dims.size(); ++i)
+      if (i != k_at) order.push_back(i);
+    if (!k_first) order.push_back(k_at);
+    std::string kt = k.tile(kv), mt = size(run);
+    return "tl.reshape(" + permuted(text, order) + ", (" + (k_first ? kt + ", " + mt : mt + ", " + kt) + "))";
   };
-  std::string call = "tl.dot(" + operand(a, shape->rows, shape->a_k_first, false) + ", " +
-                     operand(b, shape->cols, shape->b_k_first, true);
+  std::string call = "tl.dot(" + operand(a, shape->rows, shape->a_k, false) + ", " +
+                     operand(b, shape->cols, shape->b_k, true);
   if (dtype == DType::F32) call += ", input_precision=" + k.input_precision();
   call += ")";
+  // tl.dot gives (rows..., cols...); the kernel orders the result's dims.
+  std::vector<DimView> got = shape->rows;
+  got.insert(got.end(), shape->cols.begin(), shape->cols.end());
   Value out;
-  // tl.dot gives (rows, cols); the kernel's dim order may want (cols, rows).
-  out.dims = shape->cols_first ? shape->cols : shape->rows;
-  const std::vector<DimView>& rest = shape->cols_first ? shape->rows : shape->cols;
-  out.dims.insert(out.dims.end(), rest.begin(), rest.end());
-  std::string text = shape->cols_first ? "tl.trans(" + call + ")" : call;
+  out.dims = got;
+  std::sort(out.dims.begin(), out.dims.end(),
+            [&](const DimView& x, const DimView& y) { return p.dims.order(x.dim) < p.dims.order(y.dim); });
+  std::vector<size_t> order;
+  for (const DimView& v : out.dims) order.push_back(size_t(std::find(got.begin(), got.end(), v) - got.begin()));
+  std::string text = call;
   if (shape->flattened()) {
     std::string dims;
-    for (const DimView& v : out.dims) dims += (dims.empty() ? "" : ", ") + k.tile(v);
+    for (const DimView& v : got) dims += (dims.empty() ? "" : ", ") + k.tile(v);
     text = "tl.reshape(" + text + ", (" + dims + "))";
   }
-  out.expr = Expr{text, kAtom};
+  out.expr = Expr{order.size() == 2 && order[0] == 1 ? "tl.trans(" + text + ")" : permuted(text, order), kAtom};
   out.zero_padded = a0.zero_padded && b0.zero_padded;
   return single(out);
 }

@@ -1,22 +1,18 @@
 // Which contractions are one tl.dot, and of what matrices (dot_shape.h).
 #include "eqiforge/lower/dot_shape.h"
 
-#include <algorithm>
-
 namespace eqf {
 namespace {
 
-struct Run {
-  std::vector<DimView> dims;
-  bool k_first = false;
-};
-
-// The dims of one operand other than k, when k is at an end of them.
-std::optional<Run> run_beside_k(const std::vector<DimView>& v, Symbol k) {
-  if (v.size() < 2) return std::nullopt;
-  if (v.front().dim == k) return Run{{v.begin() + 1, v.end()}, true};
-  if (v.back().dim == k) return Run{{v.begin(), v.end() - 1}, false};
-  return std::nullopt;
+// k's position among an operand's dims, and the others in order.
+std::optional<size_t> split_k(const std::vector<DimView>& v, Symbol k, std::vector<DimView>* run) {
+  std::optional<size_t> at;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i].dim == k) at = i;
+    else run->push_back(v[i]);
+  }
+  if (!at || run->empty()) return std::nullopt;
+  return at;
 }
 
 // One dim is padded to the smallest dot; several are flattened, which needs
@@ -44,32 +40,16 @@ int64_t whole_tile(const Program& p, Symbol d) {
 
 std::optional<DotShape> dot_shape(const Program& p, const std::vector<DimView>& a, const std::vector<DimView>& b,
                                   Symbol k) {
-  std::optional<Run> ra = run_beside_k(a, k), rb = run_beside_k(b, k);
-  if (!ra || !rb) return std::nullopt;
-  for (const DimView& x : ra->dims)
-    for (const DimView& y : rb->dims)
-      if (x.dim == y.dim) return std::nullopt;  // a batch dim: not one matrix product
-  if (!matrix_dim(p, ra->dims) || !matrix_dim(p, rb->dims)) return std::nullopt;
-  auto order = [&](const DimView& v) { return p.dims.order(v.dim); };
-  auto lowest = [&](const std::vector<DimView>& r) {
-    int o = order(r.front());
-    for (const DimView& v : r) o = std::min(o, order(v));
-    return o;
-  };
-  auto highest = [&](const std::vector<DimView>& r) {
-    int o = order(r.front());
-    for (const DimView& v : r) o = std::max(o, order(v));
-    return o;
-  };
   DotShape s;
-  if (highest(ra->dims) < lowest(rb->dims)) s.cols_first = false;
-  else if (highest(rb->dims) < lowest(ra->dims)) s.cols_first = true;
-  else return std::nullopt;  // interleaved: the result would need a permute
-  s.rows = ra->dims;
-  s.cols = rb->dims;
-  s.k = a[ra->k_first ? 0 : a.size() - 1];
-  s.a_k_first = ra->k_first;
-  s.b_k_first = rb->k_first;
+  std::optional<size_t> ak = split_k(a, k, &s.rows), bk = split_k(b, k, &s.cols);
+  if (!ak || !bk) return std::nullopt;
+  for (const DimView& x : s.rows)
+    for (const DimView& y : s.cols)
+      if (x.dim == y.dim) return std::nullopt;  // a batch dim: not one matrix product
+  if (!matrix_dim(p, s.rows) || !matrix_dim(p, s.cols)) return std::nullopt;
+  s.k = a[*ak];
+  s.a_k = *ak;
+  s.b_k = *bk;
   return s;
 }
 

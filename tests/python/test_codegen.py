@@ -200,6 +200,11 @@ FLATTENED_DOTS = {
     "rows": """(program flat_rows (dims (h 3) (e 8) (k 40) (n 24) (p 20))
   (input xt DT [k n]) (input w DT [k p])
   (output y [h e p] (combine p.0 p (tile_matmul k (replicate p.0 (split n h e xt)) (partition p.0 p w)))))""",
+    # k between the columns' dims in kernel order (mHC's connection: e, k1,
+    # h): the tile is permuted to put k first, and the result to (m, e, h).
+    "k-inside": """(program flat_k_inside (dims (m 8) (e 4) (k 40) (n 16) (h 4))
+  (input x DT [m k]) (input w DT [k n])
+  (output y [m h e] (combine m.0 m (tile_matmul k (partition m.0 m x) (replicate m.0 (split n h e w))))))""",
     # Columns before rows in kernel order: the dot's result is transposed.
     "cols-first": """(program flat_cols_first (dims (h 4) (e 4) (k 40) (n 16) (m 8))
   (input x DT [m k]) (input w DT [k n])

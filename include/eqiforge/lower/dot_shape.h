@@ -16,23 +16,22 @@ namespace eqf {
 inline constexpr int kMinDotTile = 16;
 
 // A contraction over k as one tl.dot of a (rows x k) by a (k x cols) matrix.
-// Each side's dims other than k form one run with k at an end of it; a run
-// of several dims is flattened into one matrix dim (tl.reshape), which takes
-// whole dims with static extents whose tiles multiply to at least
-// kMinDotTile (a flattened run cannot be padded). A run of one dim is padded.
+// Each side's dims other than k (in kernel order, k anywhere among them) are
+// its matrix dim; several are flattened into one (tl.permute moving k to the
+// end it takes, then tl.reshape), which takes whole dims with static extents
+// whose tiles multiply to at least kMinDotTile (a flattened run cannot be
+// padded). A run of one dim is padded.
 struct DotShape {
   std::vector<DimView> rows, cols;  // kernel order
   DimView k;
-  bool a_k_first = false, b_k_first = false;  // k leads its operand's dims
-  bool cols_first = false;                    // the result's kernel order is (cols..., rows...)
+  size_t a_k = 0, b_k = 0;  // k's position among each operand's dims
   bool flattened() const { return rows.size() > 1 || cols.size() > 1; }
 };
 
 // a and b: the operands' live tile dims (squeezed ones left out) in kernel
 // order. nullopt when the contraction is a broadcast product and a sum
-// (k missing from one side, a dim on both sides, a run that is not
-// contiguous or cannot be flattened, rows and cols interleaved in kernel
-// order).
+// (k missing from one side, a dim on both sides, a run that cannot be
+// flattened).
 std::optional<DotShape> dot_shape(const Program& p, const std::vector<DimView>& a, const std::vector<DimView>& b,
                                   Symbol k);
 
