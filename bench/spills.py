@@ -11,19 +11,24 @@ registers and spill stores and loads in bytes per thread. A kernel whose
 tiles are past the registers spills; the cost model's register budget
 (data/targets/*.json) is meant to keep the search from choosing one.
 --param passes forward's keyword arguments (block sizes, num_warps).
+Exit status 1 when some kernel spills. Run it without TRITON_INTERPRET:
+under it triton's library functions are interpreted and nothing compiles.
 """
 import argparse
-import importlib.util
 import os
 import re
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import torch
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
+
+from eqiforge.check import load_module
+from eqiforge.runtime.loader import kernels_of
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "i32": torch.int32,
           "i64": torch.int64, "bool": torch.bool}
@@ -32,10 +37,17 @@ POINTER = {torch.float16: "*fp16", torch.bfloat16: "*bf16", torch.float32: "*fp3
 
 
 def load(path):
-    spec = importlib.util.spec_from_file_location("spills_module", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_module(Path(path).read_text(), "spills_module")
+
+
+def parse_params(items):
+    """forward's keyword arguments from name=value items (integers, but
+    input_precision's text)."""
+    out = {}
+    for item in items:
+        k, _, v = item.partition("=")
+        out[k] = v if k == "input_precision" else int(v)
+    return out
 
 
 def inputs_of(module, device="cpu"):
@@ -52,6 +64,8 @@ def inputs_of(module, device="cpu"):
 
 
 class Launch:
+    """Stands for a kernel: `kernel[grid](...)` records the launch."""
+
     def __init__(self, fn, record):
         self.fn, self.record = fn, record
 
@@ -62,17 +76,18 @@ class Launch:
 
 
 def launches(module, params, device="cpu"):
-    """(kernel, grid, args, kwargs) of each launch forward makes, none run."""
+    """(kernel, grid, args, kwargs) of each launch forward makes, none run.
+    The module's kernels stay replaced: load it again to run it."""
     record = []
-    for name in dir(module):
-        obj = getattr(module, name)
-        if isinstance(obj, triton.runtime.jit.JITFunction):
-            setattr(module, name, Launch(obj, record))
+    for name, kernel in kernels_of(module).items():
+        setattr(module, name, Launch(kernel, record))
     module.forward(*inputs_of(module, device), **params)
     return record
 
 
 def ptxas_report(fn, args, kwargs, arch):
+    """(registers, spill store bytes, spill load bytes) per thread of one
+    launch's kernel, compiled for sm_<arch>."""
     names = fn.arg_names
     values = dict(zip(names, args))
     options = {k: kwargs.pop(k) for k in ("num_warps", "num_stages") if k in kwargs}
@@ -87,6 +102,8 @@ def ptxas_report(fn, args, kwargs, arch):
             constexprs[(i,)] = v
     compiled = triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs),
                               target=GPUTarget("cuda", arch, 32), options=options)
+    # The wheel's plain ptxas may predate the PTX version this triton writes
+    # (triton 3.9's 9.4 against its ptxas 8.8); ptxas-blackwell reads both.
     bin_dir = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
     ptxas = next(os.path.join(bin_dir, b) for b in ("ptxas-blackwell", "ptxas")
                  if os.path.exists(os.path.join(bin_dir, b)))
@@ -111,10 +128,7 @@ def main(argv=None):
     ap.add_argument("--arch", type=int, default=90)
     ap.add_argument("--param", action="append", default=[], help="forward's keyword argument name=value")
     a = ap.parse_args(argv)
-    params = {}
-    for p in a.param:
-        k, v = p.split("=", 1)
-        params[k] = v if k == "input_precision" else int(v)
+    params = parse_params(a.param)
     module = load(a.module)
     worst = 0
     for fn, _grid, args, kwargs in launches(module, params):

@@ -14,16 +14,8 @@ import sys
 import torch
 
 sys.path.insert(0, ".")
-from bench.spills import inputs_of, launches, load  # noqa: E402
+from bench.spills import inputs_of, launches, load, parse_params  # noqa: E402
 from bench.timing import L2Flusher, gpu_only_time  # noqa: E402
-
-
-def params_of(text):
-    out = {}
-    for item in filter(None, text.split(",")):
-        k, v = item.split("=", 1)
-        out[k] = v if k == "input_precision" else int(v)
-    return out
 
 
 def main(out_path, specs):
@@ -31,14 +23,15 @@ def main(out_path, specs):
     results = []
     for spec in specs:
         path, _, ptext = spec.partition("@")
-        params = params_of(ptext)
+        params = parse_params(filter(None, ptext.split(",")))
         row = {"module": path, "params": params, "kernels": []}
         for fn, grid, args, kwargs in launches(load(path), params, "cuda"):
             def launch(*_, fn=fn, grid=grid, args=args, kwargs=kwargs):
                 fn[grid](*args, **kwargs)
+            # gpu_only_time takes the device from its first argument.
             t, _ = gpu_only_time(launch, (args[0],), flusher)
             row["kernels"].append({"name": fn.__name__, "grid": list(grid), "us": t * 1e6})
-        module = load(path)
+        module = load(path)  # launches() left the first copy's kernels replaced
         inputs = inputs_of(module, "cuda")
         t, _ = gpu_only_time(lambda *a: module.forward(*a, **params), tuple(inputs), flusher)
         row["forward_us"] = t * 1e6
