@@ -199,6 +199,11 @@ class KernelEmitter {
     std::map<uint32_t, int> holds;  // where node -> the child it takes there
   };
   std::optional<LoopRange> masked_range(int loop_index, const std::string& count, const std::string& step);
+  // A grid index mask (cost/index_mask.h): a Python expression that is false
+  // in the programs whose block the mask rules out, where every load is
+  // masked off (they store constants); empty when the kernel has none.
+  std::string grid_live();
+  std::string live_;  // its variable, once bound at the top
   void emit_merge(const Loop& loop, const std::vector<Value>& acc, const std::vector<Value>& blk);
   // The max components of a loop's state whose exp-sum terms can be computed
   // against the running max instead of the block's (triton_running_max.cc).

@@ -476,6 +476,15 @@ Value KernelEmitter::load_part(const Load& ld, int part, const std::string& name
   use_buffer(b);
   std::string addr = address(b, buf, idx, ld.node);
   std::string mask = mask_expr(views, order);
+  if (!live_.empty()) {
+    // tl.where rather than `mask & live`: Triton's interpreter (3.9) widens
+    // a scalar int1 broadcast by `&` to int32, which tl.load refuses.
+    std::vector<std::string> shape;
+    for (const DimView& d : order) shape.push_back(KernelEmitter::tile(d));
+    if (mask.empty() && !shape.empty())
+      mask = "tl.full((" + join(shape, ", ") + (shape.size() == 1 ? ",)" : ")") + ", True, tl.int1)";
+    mask = mask.empty() ? live_ : "tl.where(" + live_ + ", " + mask + ", False)";
+  }
   std::string other = dtype_is_float(buf.dtype) ? "0.0" : "0";
   std::string args = mask.empty() ? addr : addr + ", mask=" + mask + ", other=" + other;
   std::string var = locals_.fresh(name);
@@ -775,6 +784,12 @@ void KernelEmitter::write(CodeWriter& w) {
     top_.prologue.push_back(pid + " = tl.program_id(" + std::to_string(i) + ")");
   }
   current_ = -1;
+  if (std::string live = grid_live(); !live.empty()) {
+    // Programs whose block the index mask rules out store constants: their
+    // loads read nothing.
+    live_ = locals_.fresh("live");
+    top_.prologue.push_back(live_ + " = " + live);
+  }
   emit_block(kernel_.body, -1);
   for (const Store& st : kernel_.stores) emit_store(st);
 

@@ -22,78 +22,13 @@
 namespace eqf::codegen {
 namespace {
 
-// The value of a node on a block where one `where` takes its literal branch
-// everywhere: a constant, or unknown. Only constants over the whole block
-// count, so loads, contractions and nested loops are unknown.
-class BlockConstants {
- public:
-  BlockConstants(const Program& p, NodeId where, int literal_child)
-      : p_(p), where_(where), literal_child_(literal_child) {}
-
-  std::optional<double> eval(NodeId n) {
-    if (auto it = memo_.find(n.v); it != memo_.end()) return it->second;
-    std::optional<double> v = compute(n);
-    memo_.emplace(n.v, v);
-    return v;
-  }
-
- private:
-  std::optional<double> compute(NodeId n) {
-    const Node& node = p_.node(n);
-    auto kids = p_.children(n);
-    if (n == where_) return fold_literal(p_, kids[size_t(literal_child_)]);
-    const Type& t = p_.type(n).get();
-    if (!t.is_tuple && t.tensor().literal) return fold_literal(p_, n);
-    switch (node.op) {
-      case Op::Replicate:  // the same tile at every coordinate: an alias
-        return eval(kids[0]);
-      case Op::Proj: {
-        NodeId tuple = kids[0];
-        if (p_.node(tuple).op != Op::Tuple) return std::nullopt;
-        return eval(p_.children(tuple)[size_t(node.attrs[0])]);
-      }
-      case Op::Where: {
-        if (std::optional<double> c = eval(kids[0])) return eval(*c != 0 ? kids[1] : kids[2]);
-        std::optional<double> a = eval(kids[1]), b = eval(kids[2]);
-        if (a && b && (*a == *b || (std::isnan(*a) && std::isnan(*b)))) return a;
-        return std::nullopt;
-      }
-      case Op::Reduce: {
-        // Over a block's valid positions (at least one): max of a constant is
-        // that constant, a sum of zeros is zero.
-        RedId r = attr_red(node.attrs, 1);
-        std::optional<double> x = eval(kids[0]);
-        if (!x) return std::nullopt;
-        if (r == RedId::max()) return x;
-        if (r == RedId::add() && *x == 0) return 0.0;
-        return std::nullopt;
-      }
-      default:
-        break;
-    }
-    if (!op_has(node.op, kPointwise)) return std::nullopt;
-    std::vector<double> values;
-    for (NodeId c : kids) {
-      std::optional<double> v = eval(c);
-      if (!v) return std::nullopt;
-      values.push_back(*v);
-    }
-    return constant_op(p_, n, values);
-  }
-
-  const Program& p_;
-  NodeId where_;
-  int literal_child_;
-  std::unordered_map<uint32_t, std::optional<double>> memo_;
-};
-
 // Whether a block on which `where` takes its literal branch everywhere adds
 // nothing to the loop's state: each component is its reduction's identity,
 // or (exp-sum) its max component is -inf, which the merge counts as empty.
 bool skipping_is_exact(const Program& p, const Loop& loop, NodeId where, int literal_child) {
   std::vector<NodeId> parts = loop_parts(p, loop);
   if (parts.size() != loop.accumulators.size()) return false;
-  BlockConstants block(p, where, literal_child);
+  cost::BlockConstants block(p, where, literal_child);
   const double neg_inf = -std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < parts.size(); ++i) {
     const RedComponent& c = loop.accumulators[i].red;
@@ -305,6 +240,56 @@ std::optional<KernelEmitter::LoopRange> KernelEmitter::masked_range(int li, cons
     r.full_hi = fold("", full_highs, "tl.minimum");
   }
   return r;
+}
+
+std::string KernelEmitter::grid_live() {
+  std::optional<cost::GridMaskTerms> mask = cost::find_grid_mask_terms(p_, kernel_);
+  if (!mask) return "";
+  // The program's rows of the axis's dim: s_lo to s_hi (a ragged last block).
+  const Coord c = coord(mask->axis);
+  Sum s_lo, s_hi;
+  if (c.block == "1") {
+    s_lo.add(c.expr, 1);
+    s_hi.add(c.expr, 1);
+  } else {
+    s_lo.add(c.expr + " * " + c.block, 1);
+    s_hi.add("tl.minimum((" + c.expr + " + 1) * " + c.block + ", " + extent(mask->axis.dim) + ")", 1);
+    s_hi.constant = -1;
+  }
+  std::vector<std::string> conds;
+  for (const cost::MaskedPredicate& mp : mask->predicates) {
+    // The smallest and the largest value of the predicate's form on the block
+    // (integral: find_grid_mask_terms keeps no other).
+    const cost::IndexPredicate& pr = mp.predicate;
+    Sum lo, hi;
+    lo.constant = hi.constant = int64_t(std::llround(pr.constant));
+    for (const cost::IndexPredicate::Term& t : pr.terms) {
+      const int64_t k = int64_t(std::llround(t.coef));
+      if (t.role == 0) {
+        lo.add(k > 0 ? s_lo : s_hi, k);
+        hi.add(k > 0 ? s_hi : s_lo, k);
+      } else if (k < 0) {
+        lo.constant += k * (t.extent - 1);
+      } else {
+        hi.constant += k * (t.extent - 1);
+      }
+    }
+    switch (pr.cmp) {
+      case cost::IndexPredicate::Cmp::Lt:
+        conds.push_back("(" + lo.text() + " < 0)");
+        break;
+      case cost::IndexPredicate::Cmp::Le:
+        conds.push_back("(" + lo.text() + " <= 0)");
+        break;
+      case cost::IndexPredicate::Cmp::Eq:
+        conds.push_back("(" + lo.text() + " <= 0)");
+        conds.push_back("(" + hi.text() + " >= 0)");
+        break;
+    }
+  }
+  std::string out;
+  for (const std::string& x : conds) out += (out.empty() ? "" : " & ") + x;
+  return out;
 }
 
 }  // namespace eqf::codegen

@@ -304,18 +304,23 @@ TileTuple reduce_tuple(KernelEmitter& k, NodeId n, const DimView& d, const Reduc
     Value mean = k.binary(total, "/", kProduct, cnt);
     parts[i] = k.bind(k.where(k.compare(cnt, ">", k.literal(0)), mean, k.literal(0)), name(i));
   }
-  std::map<size_t, Value> scales;  // per max component: the factors of its exp-sums
+  // Per max component: where its states are empty (max -inf), and the
+  // factors of its exp-sums. An empty state's exp-sums are not read: a block
+  // with no valid position leaves NaN there (exp(-inf - -inf)), and so does
+  // a program of a grid index mask (index_mask.h), which reads nothing.
+  std::map<size_t, std::pair<Value, Value>> scales;
   for (size_t i = 0; i < count; ++i) {
     const RedComponent& c = r.components[i];
     if (c.repair == Repair::ExpSum) {
       if (!scales.count(c.arg0)) {
         const Value& mj = in[c.arg0];
-        Value scale = k.where(k.compare(mj, "==", k.literal(neg_inf)), k.literal(0),
-                              k.call("tl.exp", k.binary(mj, "-", kSum, parts[c.arg0])));
-        scales.emplace(c.arg0, k.bind(scale, "scale"));
+        Value empty = k.bind(k.compare(mj, "==", k.literal(neg_inf)), "empty");
+        Value scale = k.where(empty, k.literal(0), k.call("tl.exp", k.binary(mj, "-", kSum, parts[c.arg0])));
+        scales.emplace(c.arg0, std::make_pair(empty, k.bind(scale, "scale")));
       }
-      parts[i] =
-          k.bind(k.reduce_dim(k.binary(in[i], "*", kProduct, scales.at(c.arg0)), d, RedBase::Add), name(i));
+      const auto& [empty, scale] = scales.at(c.arg0);
+      Value term = k.where(empty, k.literal(0), k.binary(in[i], "*", kProduct, scale));
+      parts[i] = k.bind(k.reduce_dim(term, d, RedBase::Add), name(i));
     } else if (c.repair == Repair::WelfordM2) {
       Value dev = k.binary(in[c.arg1], "-", kSum, parts[c.arg1]);
       Value shift = k.binary(in[c.arg0], "*", kProduct, k.binary(dev, "*", kProduct, dev));

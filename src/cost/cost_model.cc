@@ -181,10 +181,17 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, 
     }
   }
   auto times = [&](int scope) { return scope < 0 ? e.programs : exec[size_t(scope)]; };
+  // A grid mask: the programs whose block the mask rules out read nothing.
+  double live_programs = 1;
+  if (k.grid_mask) {
+    const size_t g = size_t(k.grid_mask_axis);
+    live_programs = visited_blocks_memo(*k.grid_mask, z.size[g], z.block[g], 1, 1) / z.coords[g];
+    e.masked = true;
+  }
   double in_flight = 0;  // bytes of loop tiles one program keeps in flight (L2 re-reads included)
   for (const LoadRow& ld : k.loads) {
     if (ld.dtype_bytes == 0) continue;  // an index, not a memory read
-    double reads = times(ld.scope) * z.avg(ld.tile) * ld.dtype_bytes;
+    double reads = live_programs * times(ld.scope) * z.avg(ld.tile) * ld.dtype_bytes;
     e.bytes += reads;
     // Re-reads (replicated axes) of a slice that fits in L2 -- what the
     // programs along the load's partitioned grid axes share -- come from L2.

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <unordered_set>
+
+#include "eqiforge/ir/fold.h"
 
 namespace eqf::cost {
 namespace {
@@ -231,6 +234,185 @@ std::optional<LoopMask> find_loop_mask(const Program& p, const Kernel& k, int lo
   if (!terms) return std::nullopt;
   LoopMask mask;
   if (terms->grid_axis) mask.grid_axis = summary.axis_index(*terms->grid_axis);
+  for (const MaskedPredicate& mp : terms->predicates) mask.predicates.push_back(mp.predicate);
+  return mask;
+}
+
+namespace {
+
+// The reduction that merges a collect's states: that of the reduces over
+// its dim c_p of the collect (through partition/replicate chains); nullptr
+// when there is none or two differ.
+const Reduction* collect_merge(const Program& p, NodeId collect) {
+  const Symbol c = attr_axis(p.node(collect).attrs, 0).collected_dim();
+  const Reduction* found = nullptr;
+  for (uint32_t i = 0; i < p.size(); ++i) {
+    const NodeId n{i};
+    if (p.node(n).op != Op::Reduce || attr_sym(p.node(n).attrs, 0) != c) continue;
+    NodeId x = p.children(n)[0];
+    while (p.node(x).op == Op::Partition || p.node(x).op == Op::Replicate) x = p.children(x)[0];
+    if (x != collect) continue;
+    const Reduction& r = attr_red(p.node(n).attrs, 1).get();
+    if (found && !(*found == r)) return nullptr;
+    found = &r;
+  }
+  return found;
+}
+
+// Whether every value a kernel stores is decided on a block where the where
+// of `block` takes its literal branch: a constant; or, for a collect's state
+// (`merge` its merging reduction), a constant, or an exp-sum component whose
+// max component is -inf there (the merge counts such a state as empty and
+// reads none of its exp-sums: triton_ops.cc, reduce_tuple).
+bool stores_decided(const Program& p, const Kernel& k, const std::vector<NodeId>& stored, const Reduction* merge,
+                    BlockConstants& block) {
+  for (size_t i = 0; i < stored.size(); ++i) {
+    if (block.eval(stored[i])) continue;
+    const Store& s = k.stores[i];
+    if (!merge || s.component < 0 || size_t(s.component) >= merge->arity()) return false;
+    const RedComponent& c = merge->components[size_t(s.component)];
+    if (c.repair != Repair::ExpSum || merge->components[c.arg0].base != RedBase::Max) return false;
+    const NodeId tuple = s.value;
+    std::optional<double> m = block.eval(p.children(tuple)[c.arg0]);
+    if (!m || *m != -std::numeric_limits<double>::infinity()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<double> BlockConstants::eval(NodeId n) {
+  if (auto it = memo_.find(n.v); it != memo_.end()) return it->second;
+  std::optional<double> v = compute(n);
+  memo_.emplace(n.v, v);
+  return v;
+}
+
+std::optional<double> BlockConstants::compute(NodeId n) {
+  const Node& node = p_.node(n);
+  auto kids = p_.children(n);
+  if (n == where_) return fold_literal(p_, kids[size_t(literal_child_)]);
+  const Type& t = p_.type(n).get();
+  if (!t.is_tuple && t.tensor().literal) return fold_literal(p_, n);
+  switch (node.op) {
+    case Op::Replicate:  // the same tile at every coordinate: an alias
+      return eval(kids[0]);
+    case Op::Proj: {
+      NodeId tuple = kids[0];
+      if (p_.node(tuple).op != Op::Tuple) return std::nullopt;
+      return eval(p_.children(tuple)[size_t(node.attrs[0])]);
+    }
+    case Op::Where: {
+      if (std::optional<double> c = eval(kids[0])) return eval(*c != 0 ? kids[1] : kids[2]);
+      std::optional<double> a = eval(kids[1]), b = eval(kids[2]);
+      if (a && b && (*a == *b || (std::isnan(*a) && std::isnan(*b)))) return a;
+      return std::nullopt;
+    }
+    case Op::Reduce: {
+      // Over a block's valid positions (at least one): max of a constant is
+      // that constant, a sum of zeros is zero.
+      RedId r = attr_red(node.attrs, 1);
+      std::optional<double> x = eval(kids[0]);
+      if (!x) return std::nullopt;
+      if (r == RedId::max()) return x;
+      if (r == RedId::add() && *x == 0) return 0.0;
+      return std::nullopt;
+    }
+    default:
+      break;
+  }
+  if (!op_has(node.op, kPointwise)) return std::nullopt;
+  std::vector<double> values;
+  for (NodeId c : kids) {
+    std::optional<double> v = eval(c);
+    if (!v) return std::nullopt;
+    values.push_back(*v);
+  }
+  return constant_op(p_, n, values);
+}
+
+std::optional<GridMaskTerms> find_grid_mask_terms(const Program& p, const Kernel& k) {
+  if (k.grid.empty() || k.stores.empty()) return std::nullopt;
+  std::unordered_set<uint32_t> loads;
+  for (const Load& ld : k.loads) loads.insert(ld.node.v);
+  // What the kernel stores: a tuple's component where a store keeps one.
+  std::vector<NodeId> stored;
+  for (const Store& s : k.stores) {
+    NodeId v = s.value;
+    if (s.component >= 0) {
+      if (p.node(v).op != Op::Tuple) return std::nullopt;
+      v = p.children(v)[size_t(s.component)];
+    }
+    stored.push_back(v);
+  }
+  const Reduction* merge = p.node(k.root).op == Op::Collect ? collect_merge(p, k.root) : nullptr;
+  // The nodes the kernel computes for them, down to its loads; in id order,
+  // so that the predicates come out in a fixed order.
+  std::unordered_set<uint32_t> seen;
+  std::vector<NodeId> stack = stored;
+  while (!stack.empty()) {
+    NodeId n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n.v).second || loads.count(n.v)) continue;
+    for (NodeId c : p.children(n)) stack.push_back(c);
+  }
+  std::vector<uint32_t> nodes(seen.begin(), seen.end());
+  std::sort(nodes.begin(), nodes.end());
+
+  std::optional<GridMaskTerms> mask;
+  for (uint32_t id : nodes) {
+    NodeId w{id};
+    if (p.node(w).op != Op::Where) continue;
+    auto kids = p.children(w);
+    int literal_child = is_literal(p, kids[2]) ? 2 : is_literal(p, kids[1]) ? 1 : 0;
+    if (literal_child == 0) continue;
+    std::vector<std::pair<IndexPredicate::Cmp, Linear>> preds;
+    if (!conjuncts(p, kids[0], preds, literal_child == 1)) continue;
+    const TensorType& wt = p.type(w).get().tensor();
+    std::optional<Axis> axis;
+    if (mask) axis = mask->axis;
+    std::vector<MaskedPredicate> usable;
+    for (auto& [cmp, lin] : preds) {
+      IndexPredicate pred;
+      pred.cmp = cmp;
+      pred.constant = lin.constant;
+      bool ok = std::abs(lin.constant - std::round(lin.constant)) < 1e-9, on_grid = false;
+      for (auto [d, c] : lin.coef) {
+        if (c == 0) continue;
+        int count = 0;
+        std::optional<Axis> a = blocking_axis(wt, d, count);
+        IndexPredicate::Term term{2, c, 0};
+        if (count == 0) {
+          const DimInfo* info = p.dims.find(d);
+          ok = ok && info && !info->collected_from;
+          if (ok) term.extent = info->extent;
+        } else if (count == 1 && a->level == 0 && std::find(k.grid.begin(), k.grid.end(), *a) != k.grid.end() &&
+                   (!axis || *axis == *a)) {
+          term.role = 0;
+          on_grid = true;
+          if (!axis) axis = *a;
+        } else {
+          ok = false;
+        }
+        ok = ok && std::abs(c - std::round(c)) < 1e-9;
+        pred.terms.push_back(term);
+      }
+      if (ok && on_grid) usable.push_back({w, literal_child, pred, false});
+    }
+    if (usable.empty()) continue;
+    BlockConstants block(p, w, literal_child);
+    if (!stores_decided(p, k, stored, merge, block)) continue;
+    if (!mask) mask = GridMaskTerms{*axis, {}};
+    mask->predicates.insert(mask->predicates.end(), usable.begin(), usable.end());
+  }
+  return mask;
+}
+
+std::optional<LoopMask> find_grid_mask(const Program& p, const Kernel& k, const ProgramSummary& summary, int* axis) {
+  std::optional<GridMaskTerms> terms = find_grid_mask_terms(p, k);
+  if (!terms) return std::nullopt;
+  *axis = summary.axis_index(terms->axis);
+  LoopMask mask;
   for (const MaskedPredicate& mp : terms->predicates) mask.predicates.push_back(mp.predicate);
   return mask;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "cost/summary.h"
@@ -33,6 +34,44 @@ std::optional<LoopMaskTerms> find_loop_mask_terms(const Program& p, const Kernel
 // The mask of loop `loop` of kernel `k`, if any. `axis_index` maps an axis to
 // its row in the program summary.
 std::optional<LoopMask> find_loop_mask(const Program& p, const Kernel& k, int loop, const ProgramSummary& summary);
+
+// The value of a node on a block where one `where` takes its literal branch
+// everywhere: a constant, or unknown. Only constants over the whole block
+// count, so loads, contractions and nested loops are unknown. (Code
+// generation proves loop skipping exact with it; grid masks below need it
+// for the cost model as well.)
+class BlockConstants {
+ public:
+  BlockConstants(const Program& p, NodeId where, int literal_child)
+      : p_(p), where_(where), literal_child_(literal_child) {}
+  std::optional<double> eval(NodeId n);
+
+ private:
+  std::optional<double> compute(NodeId n);
+  const Program& p_;
+  NodeId where_;
+  int literal_child_;
+  std::unordered_map<uint32_t, std::optional<double>> memo_;
+};
+
+// Grid index masks: a `where(pred, X, c)` whose predicate compares the index
+// of a dim blocked by one of the kernel's grid axes (a sliding window's
+// `t < T - W` on the key blocks of a scores kernel). On a program where a
+// conjunct of pred fails at every position of its block, the where is c
+// throughout; when every value the kernel stores is then a constant
+// (BlockConstants), the program stores the same whatever its loads read, so
+// its loads are masked off there and read nothing. Predicates: role 0 the
+// grid axis's dim, role 2 a whole dim; only conjuncts with integral
+// coefficients (the emitter writes them as integer forms). A program is
+// live where every predicate can hold somewhere on its block.
+struct GridMaskTerms {
+  Axis axis;
+  std::vector<MaskedPredicate> predicates;
+};
+std::optional<GridMaskTerms> find_grid_mask_terms(const Program& p, const Kernel& k);
+// The same for the cost model: the predicates as a LoopMask (no role-1
+// terms) and the summary row of the grid axis in *axis.
+std::optional<LoopMask> find_grid_mask(const Program& p, const Kernel& k, const ProgramSummary& summary, int* axis);
 
 // Visited (grid-coordinate, loop-block) pairs of the masked axis pair:
 // summed over the coordinates of the grid axis `g` (or, with g = -1, for a

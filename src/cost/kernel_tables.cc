@@ -42,6 +42,23 @@ class KeyWriter {
     for (int a : v) axis(a);
   }
 
+  void mask(const std::optional<LoopMask>& m) {
+    num(m ? 1 : 0);
+    if (!m) return;
+    axis(m->grid_axis);
+    num(int64_t(m->predicates.size()));
+    for (const IndexPredicate& pr : m->predicates) {
+      num(int64_t(pr.cmp));
+      real(pr.constant);
+      num(int64_t(pr.terms.size()));
+      for (const IndexPredicate::Term& t : pr.terms) {
+        num(t.role);
+        real(t.coef);
+        num(t.extent);
+      }
+    }
+  }
+
   void kernel(const KernelSummary& k) {
     axes(k.grid);
     num(int64_t(k.loops.size()));
@@ -51,22 +68,10 @@ class KeyWriter {
       num(int64_t(l.accumulators.size()));
       for (const Tile& acc : l.accumulators) tile(acc);
       real(l.combine_weight);
-      num(l.mask ? 1 : 0);
-      if (l.mask) {
-        axis(l.mask->grid_axis);
-        num(int64_t(l.mask->predicates.size()));
-        for (const IndexPredicate& pr : l.mask->predicates) {
-          num(int64_t(pr.cmp));
-          real(pr.constant);
-          num(int64_t(pr.terms.size()));
-          for (const IndexPredicate::Term& t : pr.terms) {
-            num(t.role);
-            real(t.coef);
-            num(t.extent);
-          }
-        }
-      }
+      mask(l.mask);
     }
+    mask(k.grid_mask);
+    axis(k.grid_mask_axis);
     num(int64_t(k.loads.size()));
     for (const LoadRow& ld : k.loads) {
       num(ld.scope);

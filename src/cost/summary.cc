@@ -210,6 +210,7 @@ class Compiler {
       ks.stores.push_back(std::move(row));
     }
     for (size_t i = 0; i < k.loops.size(); ++i) ks.loops[i].mask = find_loop_mask(p_, k, int(i), out_);
+    ks.grid_mask = find_grid_mask(p_, k, out_, &ks.grid_mask_axis);
     return ks;
   }
 

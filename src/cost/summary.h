@@ -104,6 +104,11 @@ struct KernelSummary {
   std::vector<ComputeRow> computes;
   std::vector<DotRow> dots;
   std::vector<StoreRow> stores;
+  // A grid index mask (index_mask.h: find_grid_mask): programs of grid axis
+  // `grid_mask_axis` whose block fails a predicate (role 0: that axis's dim)
+  // read nothing.
+  std::optional<LoopMask> grid_mask;
+  int grid_mask_axis = -1;
 };
 
 struct ProgramSummary {

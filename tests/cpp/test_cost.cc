@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -506,6 +507,60 @@ TEST(CostModel, MaskOnlyBoundsLoopsItDominates) {
   ProgramEstimate e = cm.evaluate(p, lp, {{axis("s.0"), 16}, {axis("t.0"), 16}});
   EXPECT_FALSE(e.kernels[0].masked);
   EXPECT_DOUBLE_EQ(e.kernels[0].bytes, 256.0 * 256 * 4 + 256 * 4);
+}
+
+// Flash-decoding over a sliding window (examples/attention_window): key
+// blocks on the grid axis t.0; the scores before `first` are -inf.
+std::string window_decoding(const std::string& dims, int first, bool masked = true) {
+  std::string raw = "(mul (tile_matmul e q_tile k_tile) 0.5)";
+  std::string scores = masked ? "(where (lt pos " + std::to_string(first) + ") -inf " + raw + ")" : raw;
+  return "(program w " + dims +
+         "\n"
+         "  (input q f32 [h e]) (input k f32 [h t e]) (input v f32 [h t f])\n"
+         "  (let q_tile (replicate t.0 (partition h.0 h q)))\n"
+         "  (let k_tile (partition t.0 t (partition h.0 h k)))\n"
+         "  (let v_tile (partition t.0 t (partition h.0 h v)))\n"
+         "  (let pos (partition t.0 t (replicate h.0 (iota t))))\n"
+         "  (let scores " + scores + ")\n"
+         "  (let m_blk (max t scores))\n"
+         "  (let p_blk (exp (sub scores m_blk)))\n"
+         "  (let states (collect t.0 (tuple m_blk (sum t p_blk) (tile_matmul t p_blk v_tile))))\n"
+         "  (let merged (reduce c_t.0 (max (exp-sum 0) (exp-sum 0)) states))\n"
+         "  (output o [h f] (combine h.0 h (div (proj 2 merged) (proj 1 merged)))))";
+}
+
+TEST(CostModel, GridMaskedProgramsReadNothing) {
+  // 4096 keys in blocks of 256, the first 3000 masked: blocks 0..10 lie
+  // wholly before the window (11 * 256 = 2816 <= 3000), 5 of 16 are live.
+  const std::string dims = "(dims (h 2) (t 4096) (e 64) (f 64))";
+  Program p = parse_and_check(window_decoding(dims, 3000));
+  Program dense = parse_and_check(window_decoding(dims, 3000, false));
+  CostModel cm(h200());
+  const std::map<Axis, int64_t> blocks{{axis("h.0"), 1}, {axis("t.0"), 256}};
+  ProgramEstimate e = cm.evaluate(p, lower_program(p), blocks);
+  ProgramEstimate d = cm.evaluate(dense, lower_program(dense), blocks);
+  ASSERT_EQ(e.kernels.size(), 2u);
+  EXPECT_TRUE(e.kernels[0].masked);
+  EXPECT_FALSE(d.kernels[0].masked);
+  const double stores = 2.0 * 16 * (1 + 1 + 64) * 4;  // every program stores its state
+  const double loads = d.kernels[0].bytes - stores;
+  EXPECT_DOUBLE_EQ(e.kernels[0].bytes, loads * 5 / 16 + stores);
+  EXPECT_DOUBLE_EQ(e.kernels[1].bytes, d.kernels[1].bytes);  // the merge reads every state
+}
+
+TEST(CostModel, AGridMaskNeedsEveryStoreDecided) {
+  // The kernel also stores the unmasked sum of the keys' scores: a program
+  // before the window must still read its keys.
+  Program p = parse_and_check(
+      "(program w (dims (h 2) (t 1024) (e 64)) (input q f32 [h e]) (input k f32 [h t e])\n"
+      "  (let s (tile_matmul e (replicate t.0 (partition h.0 h q)) (partition t.0 t (partition h.0 h k))))\n"
+      "  (let pos (partition t.0 t (replicate h.0 (iota t))))\n"
+      "  (let st (collect t.0 (tuple (max t (where (lt pos 900) -inf s)) (sum t s))))\n"
+      "  (let r (reduce c_t.0 (max +) st))\n"
+      "  (output o [h] (combine h.0 h (add (proj 0 r) (proj 1 r)))))");
+  CostModel cm(h200());
+  ProgramEstimate e = cm.evaluate(p, lower_program(p), {{axis("h.0"), 1}, {axis("t.0"), 128}});
+  EXPECT_FALSE(e.kernels[0].masked);
 }
 
 }  // namespace

@@ -124,9 +124,10 @@ def o_kernel(
     )
     merged_in = tl.trans(states_2)
     merged_0 = tl.max(tl.where(mask_c_t0, states_0, float("-inf")), axis=0)
-    scale = tl.where(states_0 == float("-inf"), 0.0, tl.exp(states_0 - merged_0))
-    merged_1 = tl.sum(tl.where(mask_c_t0, states_1 * scale, 0.0), axis=0)
-    merged_2 = tl.sum(tl.where(mask_c_t0[None, :], merged_in * scale[None, :], 0.0), axis=1)
+    empty = states_0 == float("-inf")
+    scale = tl.where(empty, 0.0, tl.exp(states_0 - merged_0))
+    merged_1 = tl.sum(tl.where(mask_c_t0, tl.where(empty, 0.0, states_1 * scale), 0.0), axis=0)
+    merged_2 = tl.sum(tl.where(mask_c_t0[None, :], tl.where(empty[None, :], 0.0, merged_in * scale[None, :]), 0.0), axis=1)
     tl.store(o_ptr + offs_h * stride_o_h + offs_f * stride_o_f, merged_2 / merged_1, mask=mask_f)
 
 

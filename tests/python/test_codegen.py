@@ -232,6 +232,19 @@ def test_a_run_too_small_for_a_dot_stays_a_broadcast_product(modules):
     assert_close(check.check_program(text, seed=5, trials=2, module=module))
 
 
+def test_programs_wholly_before_a_window_read_nothing(modules):
+    # The grid index mask: key blocks before the window (scores -inf) load
+    # nothing; at blocks of 4, 6 of the 10 programs are dead.
+    text = text_of("attention_window/flash_decoding.eqf")
+    module = modules(text)
+    source = Path(module.__file__).read_text()
+    kernel = source[source.index("def states_kernel"):source.index("def o_kernel")]
+    assert "live = " in kernel and kernel.count("tl.where(live, ") == 3, kernel
+    assert "live" not in source[source.index("def o_kernel"):]
+    for blocks in ({"h.0": 1, "t.0": 4}, {"h.0": 2, "t.0": 1}, {"h.0": 3, "t.0": 64}):
+        assert_close(check.check_program(text, seed=3, trials=1, module=module, blocks=blocks))
+
+
 POINTWISE = {
     "add": "(add xt 0.5)", "sub": "(sub 0.5 xt)", "mul": "(mul xt xt)", "div": "(div xt 1.5)",
     "max2": "(max2 xt 0.1)", "min2": "(min2 xt 0.1)", "neg": "(neg xt)", "exp": "(exp xt)",
