@@ -313,10 +313,10 @@ def _fallback_plan(fe, opts: Options, found):
     ops = partitioning.partition_program(fe.text, 1 << 30).ops
     if ops <= 1:
         return None
-    plan = partitioning.partition_program(fe.text, partitioning.first_bound(ops, opts))
-    # One subgraph: no cut is allowed (values without a dim of extent > 1,
-    # copies), and it is the program whose search just failed.
-    return plan if len(plan.subgraphs) > 1 else None
+    # A plan of one subgraph would be the program whose search just failed:
+    # fallback_plan gives None when no bound cuts it (values without a dim of
+    # extent > 1, copies).
+    return partitioning.fallback_plan(fe.text, ops, opts)
 
 
 def compile_partitioned(fe, fn, example_inputs: tuple, opts: Options, progress: Progress, binding: Binding, plan,

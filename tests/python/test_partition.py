@@ -274,3 +274,26 @@ def test_latent_attention_layer_through_optimize(counted_search):
         fast = eqiforge.optimize(fn, *inputs, **FAST)
     other = W.make_inputs(case, "cpu", torch.float16, seed=5)
     assert rel_l2(fast(*other), fn(*other)) <= 1e-2
+
+
+def test_the_fallback_cut_keeps_a_softmax_whole():
+    """Sliding-window attention (15 operators at the benchmark's size, shapes
+    only): cut at half the program, the softmax's max and its exponent land
+    in different subgraphs with 2 MiB between them; fallback_plan takes the
+    smallest bound whose traffic is near the least, which cuts only at the
+    two projections."""
+    from bench import workloads as W
+    from eqiforge.frontend import capture, translate
+    from eqiforge.options import Options
+
+    case = W.cases(["sliding_window_gqa_decode/b1"])[0]
+    text = translate(capture(case.fn(), *W.make_inputs(case, "meta")), name="swa").text
+    ops = P.partition_program(text, 1 << 30).ops
+    opts = Options()
+    halved = P.partition_program(text, P.first_bound(ops, opts))
+    plan = P.fallback_plan(text, ops, opts)
+    assert halved.boundary_bytes == 2 * 1024 * 1024
+    assert [s.ops for s in plan.subgraphs] == [3, 9, 3] and plan.boundary_bytes == 32 * 1024
+    assert sorted(b.name for b in plan.boundaries) == ["b0_view", "b1_matmul_2"]
+    # partition_ops bounds the cut too.
+    assert P.fallback_plan(text, ops, Options(partition_ops=4)).max_ops == 4

@@ -637,11 +637,40 @@ def static_estimate(searcher: PartitionedSearch, plan: Plan) -> float | None:
 
 
 def first_bound(ops: int, opts: Options) -> int:
-    """The bound of the cut after the whole-program search failed: half the
-    program, and no more than the option's bound when it has one (subgraphs
-    whose own search fails are halved again)."""
+    """The smallest bound of the cut after the whole-program search failed:
+    half the program, and no more than the option's bound when it has one
+    (subgraphs whose own search fails are halved again)."""
     half = max(1, math.ceil(ops / 2))
     return min(half, opts.partition_ops) if opts.partition_ops > 0 else half
+
+
+# A cut's boundary traffic may be this many times the least any bound gives,
+# plus a floor that is nothing next to a kernel launch (256 KiB written and
+# read is ~0.1 us at 4 TB/s), before a larger bound is preferred to it.
+_TRAFFIC_SLACK = 2.0
+_TRAFFIC_FLOOR = 256 * 1024
+
+
+def fallback_plan(ir_text: str, ops: int, opts: Options) -> Plan | None:
+    """The cut of a program whose whole search failed or hit a limit. Bounds
+    from first_bound up to one operator less than the program (and no more
+    than partition_ops) are tried; the smallest whose boundary traffic is
+    within _TRAFFIC_SLACK (and _TRAFFIC_FLOOR) of the least of them wins. Half the program can be
+    a poor cut: sliding-window attention's 15 operators halved put the
+    softmax's max and its exponent in different subgraphs (2 MiB through the
+    boundary, no online softmax), where 11 cut only at the two projections
+    (32 KiB). None when no bound cuts the program."""
+    lo = first_bound(ops, opts)
+    hi = max(lo, min(ops - 1, opts.partition_ops) if opts.partition_ops > 0 else ops - 1)
+    plans = []
+    for bound in range(lo, hi + 1):
+        plan = partition_program(ir_text, bound)
+        if len(plan.subgraphs) > 1:
+            plans.append(plan)
+    if not plans:
+        return None
+    least = min(p.boundary_bytes for p in plans)
+    return next(p for p in plans if p.boundary_bytes <= _TRAFFIC_SLACK * least + _TRAFFIC_FLOOR)
 
 
 def verify_composed(composed: Composed, binding, fn: Callable, example_inputs: tuple, opts: Options):
