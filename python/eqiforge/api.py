@@ -241,15 +241,8 @@ def compile_captured(fe, fn, example_inputs: tuple, opts: Options, progress: Pro
         return compile_partitioned(fe, fn, example_inputs, opts, progress, binding, plan, why, target,
                                    interpret, gpu, module_dir, searcher)
     if not found.candidates:
-        st = found.stats
-        which = {"memory": "memory_limit_mb", "time": "extract_time_s"}.get(st.get("limit"))
-        limits = ("; extraction stopped at its " + st["limit"] + f" limit (option {which})" if which else
-                  "; a search limit was hit (options node_limit, search_time_s, extract_time_s, memory_limit_mb)") \
-            if st.get("limit_hit") else ""
-        raise NoValidCandidate(
-            f"extraction found no candidate programs for {fe.name} "
-            f"({st.get('states_expanded', '?')} partial programs expanded{limits})"
-        )
+        raise NoValidCandidate(f"extraction found no candidate programs for {fe.name} "
+                               f"({search.no_candidate_reason(found.stats)})")
     best_estimate = found.candidates[0].estimate_s
     progress.info(f"{len(found.candidates)} candidates; best static estimate "
                   f"{format_time(best_estimate) if best_estimate is not None else '-'}")

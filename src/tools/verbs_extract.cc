@@ -146,6 +146,23 @@ int verb_extract(const Args& args) {
                 (unsigned long long)st.deferred);
   if (st.invalid) std::printf("first invalid: %s\n", st.first_invalid.c_str());
   if (st.infeasible) std::printf("first infeasible: %s\n", st.first_infeasible.c_str());
+  if (res.candidates.empty()) {
+    // Say why, naming the limit to raise where one stopped the search.
+    const bool sat_limited = sat.ran && sat.report.stop != StopReason::Saturated;
+    std::string why;
+    if (st.states_expanded == 0)
+      why = "an output has no tiled form in the e-graph";
+    else if (st.limit_hit)
+      why = "extraction stopped at its " + st.limit + " limit before a candidate was complete and feasible";
+    else
+      why = "every complete program was invalid or infeasible (see above)";
+    if (sat_limited)
+      why += "; saturation stopped at its " + std::string(stop_reason_name(sat.report.stop)) + " after " +
+             std::to_string(g.num_nodes()) +
+             " e-nodes (raise --node-limit / --sat-time-limit, or cut the program smaller: `eqiforge-opt "
+             "partition`)";
+    std::printf("no candidate: %s\n", why.c_str());
+  }
   for (size_t i = 0; i < res.candidates.size() && i < top; ++i) {
     const Candidate& c = res.candidates[i];
     std::printf("\n#%zu", i + 1);

@@ -127,3 +127,23 @@ def test_candidates_of_one_structure_share_a_shape_key():
                                                        raw(2.0, {"m.0": 4}), raw(1.0, {"m.0": 8})]})
     keys = [c.shape_key for c in found.candidates]
     assert keys[0] == keys[1] and len({keys[0], keys[2], keys[3]}) == 3
+
+
+def test_no_candidate_names_the_limit_that_stopped_saturation():
+    """A node limit too small for any tiled form: the error says that no
+    output has one and which option stopped saturation."""
+    x, w = torch.randn(12, 20), torch.randn(20, 10)
+    with pytest.raises(api.NoValidCandidate) as e:
+        api.optimize(relu_matmul, x, w, cache=False, node_limit=3, partition_ops=0, **LIMITS)
+    msg = str(e.value)
+    assert "an output has no tiled form in the e-graph" in msg, msg
+    assert "saturation stopped at its node-limit (option node_limit)" in msg, msg
+
+
+def test_no_candidate_reason_names_each_limit():
+    stats = {"states_expanded": 120, "saturation_stop": "time-limit", "limit_hit": True, "limit": "time"}
+    assert search.no_candidate_reason(stats) == (
+        "120 partial programs expanded; saturation stopped at its time-limit (option search_time_s); "
+        "extraction stopped at its time limit (option extract_time_s)")
+    assert search.no_candidate_reason({"states_expanded": 5, "saturation_stop": "saturated"}) == \
+        "5 partial programs expanded"

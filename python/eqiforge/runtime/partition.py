@@ -574,9 +574,11 @@ class PartitionedSearch:
         self.stats.search_s += search_s
         self._info(f"subgraph {sg.name} ({sg.ops} ops): {len(found.candidates)} candidates in {search_s:.1f} s")
         if not found.candidates and sg.ops > 1:
-            return self._refine(sg, args, depth, search_s, "its search found no candidate")
+            return self._refine(sg, args, depth, search_s,
+                                f"its search found no candidate ({search.no_candidate_reason(found.stats)})")
         if not found.candidates:
-            raise NoValidCandidate(f"extraction found no candidate for the single operator of {sg.name}")
+            raise NoValidCandidate(f"extraction found no candidate for the single operator of {sg.name} "
+                                   f"({search.no_candidate_reason(found.stats)})")
         fe = subgraph_frontend(ir, sg.program, outs)
         binding = Binding(fe)
         start = time.monotonic()

@@ -263,6 +263,31 @@ def parse_search_result(raw: dict) -> SearchResult:
     return SearchResult(candidates, stats)
 
 
+# What saturation's and extraction's stop reasons name, as options.
+_SATURATION_LIMITS = {"node-limit": "node_limit", "time-limit": "search_time_s", "memory-limit": "memory_limit_mb",
+                      "iteration-limit": None}
+_EXTRACTION_LIMITS = {"memory": "memory_limit_mb", "time": "extract_time_s"}
+
+
+def no_candidate_reason(stats: dict) -> str:
+    """Why a search found no candidate, from its stats: how far extraction
+    got, and the limits that stopped saturation or extraction (with the
+    option that raises each)."""
+    parts = [f"{stats.get('states_expanded', '?')} partial programs expanded"]
+    if stats.get("states_expanded") == 0:
+        parts[0] += ": an output has no tiled form in the e-graph"
+    stop = stats.get("saturation_stop")
+    if stop in _SATURATION_LIMITS:
+        option = _SATURATION_LIMITS[stop]
+        parts.append(f"saturation stopped at its {stop}" + (f" (option {option})" if option else ""))
+    if stats.get("limit_hit"):
+        limit = stats.get("limit")
+        option = _EXTRACTION_LIMITS.get(limit)
+        parts.append(f"extraction stopped at its {limit} limit (option {option})" if option else
+                     "a search limit was hit (options node_limit, search_time_s, extract_time_s, memory_limit_mb)")
+    return "; ".join(parts)
+
+
 # ---- emission -----------------------------------------------------------------------
 
 
