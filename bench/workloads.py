@@ -203,6 +203,24 @@ def make_sliding_window_gqa_decode(window: int) -> Callable:
     return sliding_window_gqa_decode
 
 
+def make_sliding_window_gqa_sdpa(window: int) -> Callable:
+    """The same layer as a user with SDPA writes it: the window's keys and
+    values sliced out of the cache (views, no copy) and SDPA's grouped-query
+    form (enable_gqa: query head i reads key/value head i // group, the
+    grouping of the eager version's view)."""
+
+    def sliding_window_gqa_sdpa(x, wq, k_cache, v_cache, wo):
+        b = x.shape[0]
+        hkv, s, e = k_cache.shape[1], k_cache.shape[2], k_cache.shape[3]
+        heads = wq.shape[1] // e
+        q = (x @ wq).view(b, heads, 1, e)
+        k, v = k_cache[:, :, s - window:], v_cache[:, :, s - window:]
+        o = F.scaled_dot_product_attention(q, k, v, enable_gqa=heads != hkv)
+        return o.reshape(b, heads * e) @ wo
+
+    return sliding_window_gqa_sdpa
+
+
 def attention_sinks_decode(x, wq, k_cache, v_cache, sinks, wo):
     """Attention with a learned sink logit per head (the softmax has one more
     entry, which takes probability mass and no value): x [B, D]; wq [D, H*E];
@@ -280,7 +298,8 @@ class Workload:
     configs: tuple[Config, ...]
     small: Config
     # params -> the same computation through F.scaled_dot_product_attention
-    # (FlashAttention baseline), for the workloads that are plain attention
+    # (FlashAttention baseline), for plain attention and the layers a user
+    # would write with it
     sdpa: Callable[[dict], Callable] | None = None
     note: str = ""
 
@@ -519,6 +538,7 @@ LAYERS = [
         lambda p: make_sliding_window_gqa_decode(p["W"]), _swa_inputs,
         (Config("b1", {"B": 1, "D": 4096, "Hq": 32, "Hkv": 8, "E": 128, "S": 16384, "W": 4096}),),
         Config("small", {"B": 2, "D": 64, "Hq": 4, "Hkv": 2, "E": 16, "S": 48, "W": 16}),
+        sdpa=lambda p: make_sliding_window_gqa_sdpa(p["W"]),
     ),
     Workload(
         "attention_sinks_decode", "layer", "Attention sinks decode (hidden 1024, KV 32K)",

@@ -247,6 +247,15 @@ def test_sliding_window_ignores_keys_outside_the_window():
     assert torch.equal(case.fn()(*args), before)
 
 
+def test_sliding_window_sdpa_form_is_the_layer():
+    w = W.WORKLOADS["sliding_window_gqa_decode"]
+    for config in (w.small, W.Config("mha", {**w.small.params, "Hkv": 4})):  # grouped, and one head per key head
+        case = W.Case(w, config)
+        args = W.make_inputs(case, "cpu", F64, seed=5)
+        with torch.no_grad():
+            assert rel_l2(case.sdpa_fn()(*args), case.fn()(*args)) < 1e-12
+
+
 # ---- the configs are the issue's -----------------------------------------------------------
 
 
