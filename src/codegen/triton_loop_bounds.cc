@@ -99,6 +99,19 @@ struct Sum {
 
 std::string clamp0(const Sum& s) { return s.nonnegative() ? s.text() : "tl.maximum(" + s.text() + ", 0)"; }
 
+// The first and last row of the block at coordinate `coord` of an axis with
+// block size `block` over a dim of `extent` rows (the last block ragged).
+void block_rows(const std::string& coord, const std::string& block, const std::string& extent, Sum& lo, Sum& hi) {
+  if (block == "1") {
+    lo.add(coord, 1);
+    hi.add(coord, 1);
+    return;
+  }
+  lo.add(coord + " * " + block, 1);
+  hi.add("tl.minimum((" + coord + " + 1) * " + block + ", " + extent + ")", 1);
+  hi.constant = -1;
+}
+
 }  // namespace
 
 std::optional<KernelEmitter::LoopRange> KernelEmitter::masked_range(int li, const std::string& count,
@@ -107,20 +120,11 @@ std::optional<KernelEmitter::LoopRange> KernelEmitter::masked_range(int li, cons
   std::optional<cost::LoopMaskTerms> mask = cost::find_loop_mask_terms(p_, kernel_, li);
   if (!mask) return std::nullopt;
 
-  // The grid coordinate's rows: first s_lo, last s_end - 1 (ragged last block).
+  // The grid coordinate's rows: first s_lo, last s_hi (ragged last block).
   Sum s_lo, s_hi;
-  Symbol grid_dim;
   if (mask->grid_axis) {
-    Coord c = coord(*mask->grid_axis);
-    grid_dim = mask->grid_axis->dim;
-    if (c.block == "1") {
-      s_lo.add(c.expr, 1);
-      s_hi.add(c.expr, 1);
-    } else {
-      s_lo.add(c.expr + " * " + c.block, 1);
-      s_hi.add("tl.minimum((" + c.expr + " + 1) * " + c.block + ", " + extent(grid_dim) + ")", 1);
-      s_hi.constant = -1;
-    }
+    const Coord c = coord(*mask->grid_axis);
+    block_rows(c.expr, c.block, extent(mask->grid_axis->dim), s_lo, s_hi);
   }
 
   std::vector<std::string> lows, highs;
@@ -248,14 +252,7 @@ std::string KernelEmitter::grid_live() {
   // The program's rows of the axis's dim: s_lo to s_hi (a ragged last block).
   const Coord c = coord(mask->axis);
   Sum s_lo, s_hi;
-  if (c.block == "1") {
-    s_lo.add(c.expr, 1);
-    s_hi.add(c.expr, 1);
-  } else {
-    s_lo.add(c.expr + " * " + c.block, 1);
-    s_hi.add("tl.minimum((" + c.expr + " + 1) * " + c.block + ", " + extent(mask->axis.dim) + ")", 1);
-    s_hi.constant = -1;
-  }
+  block_rows(c.expr, c.block, extent(mask->axis.dim), s_lo, s_hi);
   std::vector<std::string> conds;
   for (const cost::MaskedPredicate& mp : mask->predicates) {
     // The smallest and the largest value of the predicate's form on the block

@@ -159,6 +159,59 @@ std::optional<Axis> blocking_axis(const TensorType& t, Symbol d, int& count) {
   return a;
 }
 
+// A where with a literal branch (taken where its mask is off) and the
+// conjuncts its other branch asserts; nullopt for any other node.
+struct LiteralWhere {
+  int literal_child = 2;
+  std::vector<std::pair<IndexPredicate::Cmp, Linear>> conjuncts;
+};
+std::optional<LiteralWhere> literal_where(const Program& p, NodeId w) {
+  if (p.node(w).op != Op::Where) return std::nullopt;
+  auto kids = p.children(w);
+  LiteralWhere out;
+  out.literal_child = is_literal(p, kids[2]) ? 2 : is_literal(p, kids[1]) ? 1 : 0;
+  if (out.literal_child == 0 || !conjuncts(p, kids[0], out.conjuncts, out.literal_child == 1)) return std::nullopt;
+  return out;
+}
+
+// The extent of a dim no axis blocks, as a role-2 term reads it; nullopt
+// for a collected dim (its extent is a coordinate count).
+std::optional<int64_t> whole_extent(const Program& p, Symbol d) {
+  const DimInfo* info = p.dims.find(d);
+  if (!info || info->collected_from) return std::nullopt;
+  return info->extent;
+}
+
+// The conjunct `lin cmp 0` of a where whose tile type is `wt` as an index
+// predicate: a dim no axis blocks is a role-2 term, one blocked by a single
+// level-0 axis takes the role `role_of` gives that axis (-1: unusable);
+// nullopt where a dim cannot be read either way.
+template <class RoleOf>
+std::optional<IndexPredicate> index_predicate(const Program& p, const TensorType& wt, IndexPredicate::Cmp cmp,
+                                              const Linear& lin, RoleOf role_of) {
+  IndexPredicate pred;
+  pred.cmp = cmp;
+  pred.constant = lin.constant;
+  for (auto [d, c] : lin.coef) {
+    if (c == 0) continue;
+    int count = 0;
+    std::optional<Axis> a = blocking_axis(wt, d, count);
+    IndexPredicate::Term term{2, c, 0};
+    if (count == 0) {
+      std::optional<int64_t> extent = whole_extent(p, d);
+      if (!extent) return std::nullopt;
+      term.extent = *extent;
+    } else if (count == 1 && a->level == 0) {
+      term.role = role_of(*a);
+      if (term.role < 0) return std::nullopt;
+    } else {
+      return std::nullopt;
+    }
+    pred.terms.push_back(term);
+  }
+  return pred;
+}
+
 }  // namespace
 
 std::optional<LoopMaskTerms> find_loop_mask_terms(const Program& p, const Kernel& k, int loop) {
@@ -175,52 +228,29 @@ std::optional<LoopMaskTerms> find_loop_mask_terms(const Program& p, const Kernel
   bool any_loop_term = false;
   for (uint32_t id : candidates) {
     NodeId w{id};
-    if (p.node(w).op != Op::Where) continue;
-    auto kids = p.children(w);
     // The literal branch is taken where the mask is off: the other branch
     // asserts the predicate (literal else) or its negation (literal then).
-    int literal_child = is_literal(p, kids[2]) ? 2 : is_literal(p, kids[1]) ? 1 : 0;
-    if (literal_child == 0) continue;
+    std::optional<LiteralWhere> lw = literal_where(p, w);
+    if (!lw) continue;
     bool everywhere = std::all_of(reached.begin(), reached.end(), [&](const auto& s) { return s.count(id) > 0; });
     if (!everywhere) continue;
-    std::vector<std::pair<IndexPredicate::Cmp, Linear>> preds;
-    if (!conjuncts(p, kids[0], preds, literal_child == 1)) continue;
+    const int literal_child = lw->literal_child;
+    const auto& preds = lw->conjuncts;
     const TensorType& wt = p.type(w).get().tensor();
     const size_t first = mask.predicates.size();
-    for (auto& [cmp, lin] : preds) {
-      IndexPredicate pred;
-      pred.cmp = cmp;
-      pred.constant = lin.constant;
-      bool ok = true;
-      for (auto [d, c] : lin.coef) {
-        if (c == 0) continue;
-        int count = 0;
-        std::optional<Axis> a = blocking_axis(wt, d, count);
-        IndexPredicate::Term term{2, c, 0};
-        if (count == 0) {
-          const DimInfo* info = p.dims.find(d);
-          if (!info || info->collected_from) {
-            ok = false;
-            break;
-          }
-          term.extent = info->extent;
-        } else if (count == 1 && a->level == 0 && *a == l.axis) {
-          term.role = 0;
+    for (const auto& [cmp, lin] : preds) {
+      auto role_of = [&](Axis a) {
+        if (a == l.axis) {
           any_loop_term = true;
-        } else if (count == 1 && a->level == 0 && std::find(k.grid.begin(), k.grid.end(), *a) != k.grid.end()) {
-          if (mask.grid_axis && *mask.grid_axis != *a) {
-            ok = false;
-            break;
-          }
-          mask.grid_axis = *a;
-          term.role = 1;
-        } else {
-          ok = false;
-          break;
+          return 0;
         }
-        pred.terms.push_back(term);
-      }
-      if (ok) mask.predicates.push_back({w, literal_child, pred});
+        if (std::find(k.grid.begin(), k.grid.end(), a) == k.grid.end()) return -1;
+        if (mask.grid_axis && *mask.grid_axis != a) return -1;
+        mask.grid_axis = a;
+        return 1;
+      };
+      if (std::optional<IndexPredicate> pred = index_predicate(p, wt, cmp, lin, role_of))
+        mask.predicates.push_back({w, literal_child, *pred});
     }
     const bool complete = mask.predicates.size() - first == preds.size();
     for (size_t i = first; i < mask.predicates.size(); ++i) mask.predicates[i].complete = complete;
@@ -362,42 +392,30 @@ std::optional<GridMaskTerms> find_grid_mask_terms(const Program& p, const Kernel
   std::optional<GridMaskTerms> mask;
   for (uint32_t id : nodes) {
     NodeId w{id};
-    if (p.node(w).op != Op::Where) continue;
-    auto kids = p.children(w);
-    int literal_child = is_literal(p, kids[2]) ? 2 : is_literal(p, kids[1]) ? 1 : 0;
-    if (literal_child == 0) continue;
-    std::vector<std::pair<IndexPredicate::Cmp, Linear>> preds;
-    if (!conjuncts(p, kids[0], preds, literal_child == 1)) continue;
+    std::optional<LiteralWhere> lw = literal_where(p, w);
+    if (!lw) continue;
+    const int literal_child = lw->literal_child;
     const TensorType& wt = p.type(w).get().tensor();
     std::optional<Axis> axis;
     if (mask) axis = mask->axis;
     std::vector<MaskedPredicate> usable;
-    for (auto& [cmp, lin] : preds) {
-      IndexPredicate pred;
-      pred.cmp = cmp;
-      pred.constant = lin.constant;
-      bool ok = std::abs(lin.constant - std::round(lin.constant)) < 1e-9, on_grid = false;
-      for (auto [d, c] : lin.coef) {
-        if (c == 0) continue;
-        int count = 0;
-        std::optional<Axis> a = blocking_axis(wt, d, count);
-        IndexPredicate::Term term{2, c, 0};
-        if (count == 0) {
-          const DimInfo* info = p.dims.find(d);
-          ok = ok && info && !info->collected_from;
-          if (ok) term.extent = info->extent;
-        } else if (count == 1 && a->level == 0 && std::find(k.grid.begin(), k.grid.end(), *a) != k.grid.end() &&
-                   (!axis || *axis == *a)) {
-          term.role = 0;
-          on_grid = true;
-          if (!axis) axis = *a;
-        } else {
-          ok = false;
-        }
-        ok = ok && std::abs(c - std::round(c)) < 1e-9;
-        pred.terms.push_back(term);
+    for (const auto& [cmp, lin] : lw->conjuncts) {
+      auto role_of = [&](Axis a) {
+        if (std::find(k.grid.begin(), k.grid.end(), a) == k.grid.end() || (axis && *axis != a)) return -1;
+        axis = a;
+        return 0;
+      };
+      std::optional<IndexPredicate> pred = index_predicate(p, wt, cmp, lin, role_of);
+      if (!pred) continue;
+      // Integral forms only (the emitter writes them as integer sums), and
+      // at least one term on the grid axis.
+      auto integral = [](double x) { return std::abs(x - std::round(x)) < 1e-9; };
+      bool ok = integral(pred->constant), on_grid = false;
+      for (const IndexPredicate::Term& t : pred->terms) {
+        ok = ok && integral(t.coef);
+        on_grid = on_grid || t.role == 0;
       }
-      if (ok && on_grid) usable.push_back({w, literal_child, pred, false});
+      if (ok && on_grid) usable.push_back({w, literal_child, *pred, false});
     }
     if (usable.empty()) continue;
     BlockConstants block(p, w, literal_child);
