@@ -271,20 +271,29 @@ std::optional<LoopMask> find_loop_mask(const Program& p, const Kernel& k, int lo
 namespace {
 
 // The reduction that merges a collect's states: that of the reduces over
-// its dim c_p of the collect (through partition/replicate chains); nullptr
-// when there is none or two differ.
+// its dim c_p that read it (through partition/replicate chains); nullptr
+// when there is none, two differ, or anything else reads the states (an
+// empty state's exp-sums are garbage that only such a merge ignores).
 const Reduction* collect_merge(const Program& p, NodeId collect) {
   const Symbol c = attr_axis(p.node(collect).attrs, 0).collected_dim();
+  auto chain = [&](NodeId x) {
+    while (p.node(x).op == Op::Partition || p.node(x).op == Op::Replicate) x = p.children(x)[0];
+    return x;
+  };
+  for (const OutputDecl& o : p.outputs())
+    if (chain(o.value) == collect) return nullptr;
   const Reduction* found = nullptr;
   for (uint32_t i = 0; i < p.size(); ++i) {
     const NodeId n{i};
-    if (p.node(n).op != Op::Reduce || attr_sym(p.node(n).attrs, 0) != c) continue;
-    NodeId x = p.children(n)[0];
-    while (p.node(x).op == Op::Partition || p.node(x).op == Op::Replicate) x = p.children(x)[0];
-    if (x != collect) continue;
-    const Reduction& r = attr_red(p.node(n).attrs, 1).get();
-    if (found && !(*found == r)) return nullptr;
-    found = &r;
+    const Node& node = p.node(n);
+    if (node.op == Op::Partition || node.op == Op::Replicate) continue;  // links of a chain
+    for (NodeId ch : p.children(n)) {
+      if (chain(ch) != collect) continue;
+      if (node.op != Op::Reduce || attr_sym(node.attrs, 0) != c) return nullptr;
+      const Reduction& r = attr_red(node.attrs, 1).get();
+      if (found && !(*found == r)) return nullptr;
+      found = &r;
+    }
   }
   return found;
 }

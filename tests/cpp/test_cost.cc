@@ -548,6 +548,21 @@ TEST(CostModel, GridMaskedProgramsReadNothing) {
   EXPECT_DOUBLE_EQ(e.kernels[1].bytes, d.kernels[1].bytes);  // the merge reads every state
 }
 
+TEST(CostModel, AGridMaskNeedsTheStatesReadOnlyByTheirMerge) {
+  // The window's states are merged, and their sums also read raw (an empty
+  // state's sum is garbage there): the key blocks before the window must be read.
+  std::string text = window_decoding("(dims (h 2) (t 4096) (e 64) (f 64))", 3000);
+  const std::string out = "(output o [h f] (combine h.0 h (div (proj 2 merged) (proj 1 merged)))))";
+  ASSERT_NE(text.find(out), std::string::npos);
+  text.replace(text.find(out), out.size(),
+               "(output o [h f] (combine h.0 h (div (proj 2 merged) (proj 1 merged))))\n"
+               "  (output raw [h] (combine h.0 h (sum c_t.0 (proj 1 states)))))");
+  Program p = parse_and_check(text);
+  CostModel cm(h200());
+  ProgramEstimate e = cm.evaluate(p, lower_program(p), {{axis("h.0"), 1}, {axis("t.0"), 256}});
+  EXPECT_FALSE(e.kernels[0].masked);
+}
+
 TEST(CostModel, AGridMaskNeedsEveryStoreDecided) {
   // The kernel also stores the unmasked sum of the keys' scores: a program
   // before the window must still read its keys.
