@@ -6,7 +6,8 @@ implementation, one result row at a time.
 
 Implementations (`--impls`, default all that apply):
   eager          the workload's function in PyTorch eager;
-  sdpa_flash     attention workloads only: F.scaled_dot_product_attention
+  sdpa_flash     workloads with an SDPA form (attention; sliding-window GQA,
+                 its window sliced from the cache): F.scaled_dot_product_attention
                  under the FlashAttention backend;
   torch_compile  torch.compile(mode="max-autotune-no-cudagraphs");
   ours           eqiforge.optimize of the workload's function, through the
