@@ -150,10 +150,10 @@ int verb_extract(const Args& args) {
     // Say why, naming the limit to raise where one stopped the search.
     const bool sat_limited = sat.ran && sat.report.stop != StopReason::Saturated;
     std::string why;
-    if (st.states_expanded == 0)
-      why = "an output has no tiled form in the e-graph";
-    else if (st.limit_hit)
+    if (st.limit_hit)
       why = "extraction stopped at its " + st.limit + " limit before a candidate was complete and feasible";
+    else if (st.states_expanded == 0)
+      why = "an output has no tiled form in the e-graph";
     else
       why = "every complete program was invalid or infeasible (see above)";
     if (sat_limited)

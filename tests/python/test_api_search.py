@@ -147,3 +147,6 @@ def test_no_candidate_reason_names_each_limit():
         "extraction stopped at its time limit (option extract_time_s)")
     assert search.no_candidate_reason({"states_expanded": 5, "saturation_stop": "saturated"}) == \
         "5 partial programs expanded"
+    # No state expanded because extraction's time ran out first: not "no tiled form".
+    assert search.no_candidate_reason({"states_expanded": 0, "limit_hit": True, "limit": "time"}) == \
+        "0 partial programs expanded; extraction stopped at its time limit (option extract_time_s)"

@@ -274,7 +274,7 @@ def no_candidate_reason(stats: dict) -> str:
     got, and the limits that stopped saturation or extraction (with the
     option that raises each)."""
     parts = [f"{stats.get('states_expanded', '?')} partial programs expanded"]
-    if stats.get("states_expanded") == 0:
+    if stats.get("states_expanded") == 0 and not stats.get("limit_hit"):
         parts[0] += ": an output has no tiled form in the e-graph"
     stop = stats.get("saturation_stop")
     if stop in _SATURATION_LIMITS:
