@@ -13,6 +13,7 @@
 // (preduce nodes over the same axis whose bodies have the same other axes,
 // so they live in one kernel), bounded by max_fused_arity.
 #include <algorithm>
+#include <deque>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -128,7 +129,8 @@ struct FusionIndex {
   // fuses to the same nodes every time.
   std::unordered_set<uint64_t> done;
   std::map<std::pair<uint32_t, std::vector<uint32_t>>, std::vector<ENodeId>> groups;
-  std::map<std::pair<uint32_t, uint32_t>, Region> regions;  // (axis, body class)
+  std::unordered_map<uint64_t, Region> regions;  // (axis << 32 | body class); references stay valid
+  std::vector<int> slot;                         // region_of's scratch: class id -> its index, or -1
 };
 
 // The axes other than p of a body (all components must agree): where it can
@@ -149,7 +151,7 @@ FusionIndex& index_for(FusionIndex& index, const EGraph& g) {
   if (index.g != &g || index.clock != g.clock()) {
     const bool same = index.g == &g && index.clock < g.clock();
     std::unordered_set<uint64_t> done;
-    std::map<std::pair<uint32_t, uint32_t>, Region> regions;
+    std::unordered_map<uint64_t, Region> regions;
     if (same) done = std::move(index.done), regions = std::move(index.regions);
     index = FusionIndex{};
     index.done = std::move(done);
@@ -173,12 +175,15 @@ FusionIndex& index_for(FusionIndex& index, const EGraph& g) {
 // A greatest fixpoint over the region (cycles start from "reads everything").
 const Region& region_of(FusionIndex& index, const EGraph& g, Axis p, EClassId body) {
   body = g.find(body);
-  auto key = std::make_pair(p.pack(), body.v);
+  const uint64_t key = uint64_t(p.pack()) << 32 | body.v;
   auto it = index.regions.find(key);
   if (it != index.regions.end()) return it->second;
   Region r;
   std::vector<EClassId> stack = {body};
-  std::unordered_map<uint32_t, int> slot = {{body.v, 0}};
+  // Class id -> its index in r.classes (0 while on the stack); -1 outside.
+  std::vector<int>& slot = index.slot;
+  if (slot.size() < g.node_capacity()) slot.resize(g.node_capacity(), -1);
+  slot[body.v] = 0;
   constexpr size_t kMaxRegion = 4096;
   while (!stack.empty() && r.classes.size() < kMaxRegion) {
     EClassId c = stack.back();
@@ -189,63 +194,105 @@ const Region& region_of(FusionIndex& index, const EGraph& g, Axis p, EClassId bo
       if ((op == Op::Replicate || op == Op::Partition) && attr_axis(g.attrs(n), 0) == p) continue;
       for (EClassId k : g.children(n)) {
         k = g.find(k);
-        if (slot.count(k.v)) continue;
+        if (slot[k.v] >= 0) continue;
         bool has_p = false;  // stay where p is in scope
         for (const TensorType& t : g.type(k).get().parts) has_p |= t.state(p) != nullptr;
         if (!has_p) continue;
-        slot.emplace(k.v, 0);
+        slot[k.v] = 0;
         stack.push_back(k);
       }
     }
   }
-  for (size_t i = 0; i < r.classes.size(); ++i) slot[r.classes[i].v] = int(i);
-  // reads[i]: sorted; `top` until first computed.
-  std::vector<std::vector<EClassId>> reads(r.classes.size());
-  std::vector<bool> top(r.classes.size(), true);
-  bool changed = true;
-  std::vector<EClassId> node_reads, acc;
-  for (int round = 0; changed && round < 64; ++round) {
-    changed = false;
-    for (size_t i = r.classes.size(); i-- > 0;) {
-      bool acc_top = true;
-      for (ENodeId n : g.nodes(r.classes[i])) {
-        node_reads.clear();
-        bool node_top = false;
-        Op op = g.op(n);
-        if ((op == Op::Replicate || op == Op::Partition) && attr_axis(g.attrs(n), 0) == p) {
-          node_reads.push_back(g.find(g.children(n)[0]));
-        } else {
-          for (EClassId k : g.children(n)) {
-            auto s = slot.find(g.find(k).v);
-            if (s == slot.end()) continue;  // outside the region: reads nothing on p
-            if (top[size_t(s->second)]) {
-              node_top = true;
-              break;
-            }
-            const std::vector<EClassId>& kr = reads[size_t(s->second)];
-            node_reads.insert(node_reads.end(), kr.begin(), kr.end());
-          }
-          std::sort(node_reads.begin(), node_reads.end());
-          node_reads.erase(std::unique(node_reads.begin(), node_reads.end()), node_reads.end());
-        }
-        if (node_top) continue;
-        if (acc_top) {
-          acc = node_reads;
-          acc_top = false;
-        } else {
-          std::vector<EClassId> both;
-          std::set_intersection(acc.begin(), acc.end(), node_reads.begin(), node_reads.end(),
-                                std::back_inserter(both));
-          acc.swap(both);
+  const size_t m = r.classes.size();
+  for (size_t i = 0; i < m; ++i) slot[r.classes[i].v] = int(i);
+  // The region's e-nodes as the fixpoint reads them, once: a replicate or
+  // partition onto p reads its operand; any other e-node what its children
+  // inside the region read (their slots in `kids`).
+  struct NodeReads {
+    bool view;
+    EClassId operand;
+    uint32_t first, count;
+  };
+  std::vector<NodeReads> nodes;
+  std::vector<uint32_t> first_node(m + 1);
+  std::vector<int> kids;
+  std::vector<std::vector<int>> users(m);  // slot -> the classes with an e-node reading it
+  for (size_t i = 0; i < m; ++i) {
+    first_node[i] = uint32_t(nodes.size());
+    for (ENodeId n : g.nodes(r.classes[i])) {
+      NodeReads nr{false, EClassId(), uint32_t(kids.size()), 0};
+      Op op = g.op(n);
+      if ((op == Op::Replicate || op == Op::Partition) && attr_axis(g.attrs(n), 0) == p) {
+        nr.view = true;
+        nr.operand = g.find(g.children(n)[0]);
+      } else {
+        for (EClassId k : g.children(n)) {
+          const int s = slot[g.find(k).v];
+          if (s < 0) continue;  // outside the region: reads nothing on p
+          kids.push_back(s);
+          ++nr.count;
+          if (users[size_t(s)].empty() || users[size_t(s)].back() != int(i)) users[size_t(s)].push_back(int(i));
         }
       }
-      if (acc_top) continue;
-      if (top[i] || acc != reads[i]) {
-        top[i] = false;
-        reads[i] = acc;
-        changed = true;
+      nodes.push_back(nr);
+    }
+  }
+  first_node[m] = uint32_t(nodes.size());
+  for (EClassId c : r.classes) slot[c.v] = -1;  // the scratch back as it was
+  for (EClassId c : stack) slot[c.v] = -1;      // pushed, never reached (past kMaxRegion)
+  // reads[i]: sorted; `top` until first computed. A worklist from the last
+  // class down: a class is evaluated again only when a class it reads
+  // changed. Every update only shrinks a set, so this reaches the same
+  // greatest fixpoint as evaluating every class in rounds.
+  std::vector<std::vector<EClassId>> reads(m);
+  std::vector<bool> top(m, true), queued(m, true);
+  std::deque<int> work;
+  for (size_t i = m; i-- > 0;) work.push_back(int(i));
+  std::vector<EClassId> node_reads, acc, both;
+  // The rounds' bound, as updates: a cycle that has not settled by then
+  // keeps what it has (a region is a heuristic; any region is correct).
+  size_t budget = 64 * m;
+  while (!work.empty() && budget-- > 0) {
+    const size_t i = size_t(work.front());
+    work.pop_front();
+    queued[i] = false;
+    bool acc_top = true;
+    for (uint32_t e = first_node[i]; e < first_node[i + 1]; ++e) {
+      const NodeReads& nr = nodes[e];
+      node_reads.clear();
+      bool node_top = false;
+      if (nr.view) {
+        node_reads.push_back(nr.operand);
+      } else {
+        for (uint32_t j = nr.first; j < nr.first + nr.count; ++j) {
+          const size_t k = size_t(kids[j]);
+          if (top[k]) {
+            node_top = true;
+            break;
+          }
+          node_reads.insert(node_reads.end(), reads[k].begin(), reads[k].end());
+        }
+        std::sort(node_reads.begin(), node_reads.end());
+        node_reads.erase(std::unique(node_reads.begin(), node_reads.end()), node_reads.end());
+      }
+      if (node_top) continue;
+      if (acc_top) {
+        acc = node_reads;
+        acc_top = false;
+      } else {
+        both.clear();
+        std::set_intersection(acc.begin(), acc.end(), node_reads.begin(), node_reads.end(), std::back_inserter(both));
+        acc.swap(both);
       }
     }
+    if (acc_top || (!top[i] && acc == reads[i])) continue;
+    top[i] = false;
+    reads[i] = acc;
+    for (int u : users[i])
+      if (!queued[size_t(u)]) {
+        queued[size_t(u)] = true;
+        work.push_back(u);
+      }
   }
   if (!top[0]) r.reads = reads[0];
   std::sort(r.classes.begin(), r.classes.end());
