@@ -112,6 +112,23 @@ void block_rows(const std::string& coord, const std::string& block, const std::s
   hi.constant = -1;
 }
 
+// The least and the greatest value over a program's tile of `sign` times
+// the terms of `pr` on the program's block and on whole dims: role `blocked`
+// over the block's rows s_lo..s_hi, role 2 over 0..extent-1. The constant,
+// and the loop's terms (role 0 when `blocked` is 1), are the caller's.
+void form_range(const cost::IndexPredicate& pr, int64_t sign, int blocked, const Sum& s_lo, const Sum& s_hi, Sum& lo,
+                Sum& hi) {
+  for (const cost::IndexPredicate::Term& t : pr.terms) {
+    const int64_t c = sign * int64_t(std::llround(t.coef));
+    if (t.role == blocked) {
+      lo.add(c > 0 ? s_lo : s_hi, c);
+      hi.add(c > 0 ? s_hi : s_lo, c);
+    } else if (t.role == 2) {
+      (c < 0 ? lo : hi).constant += c * (t.extent - 1);
+    }
+  }
+}
+
 }  // namespace
 
 std::optional<KernelEmitter::LoopRange> KernelEmitter::masked_range(int li, const std::string& count,
@@ -165,19 +182,9 @@ std::optional<KernelEmitter::LoopRange> KernelEmitter::masked_range(int li, cons
       Sum rest_max;  // and the largest
       rest.constant = sign * int64_t(std::llround(pr.constant)) + (pr.cmp == cost::IndexPredicate::Cmp::Lt ? 1 : 0);
       rest_max.constant = rest.constant;
-      for (const cost::IndexPredicate::Term& t : pr.terms) {
-        int64_t c = sign * int64_t(std::llround(t.coef));
-        if (t.role == 0) {
-          a += c;
-        } else if (t.role == 1) {
-          rest.add(c > 0 ? s_lo : s_hi, c);
-          rest_max.add(c > 0 ? s_hi : s_lo, c);
-        } else if (c < 0) {
-          rest.constant += c * (t.extent - 1);
-        } else {
-          rest_max.constant += c * (t.extent - 1);
-        }
-      }
+      for (const cost::IndexPredicate::Term& t : pr.terms)
+        if (t.role == 0) a += sign * int64_t(std::llround(t.coef));
+      form_range(pr, sign, 1, s_lo, s_hi, rest, rest_max);
       // Where the predicate holds on all of block j: t <= -rest_max for its
       // last t, (j + 1)*B - 1 at most, or t >= rest_max for its first, j*B.
       if (a == 1) {
@@ -254,23 +261,12 @@ std::string KernelEmitter::grid_live() {
   Sum s_lo, s_hi;
   block_rows(c.expr, c.block, extent(mask->axis.dim), s_lo, s_hi);
   std::vector<std::string> conds;
-  for (const cost::MaskedPredicate& mp : mask->predicates) {
+  for (const cost::IndexPredicate& pr : mask->predicates) {
     // The smallest and the largest value of the predicate's form on the block
     // (integral: find_grid_mask_terms keeps no other).
-    const cost::IndexPredicate& pr = mp.predicate;
     Sum lo, hi;
     lo.constant = hi.constant = int64_t(std::llround(pr.constant));
-    for (const cost::IndexPredicate::Term& t : pr.terms) {
-      const int64_t k = int64_t(std::llround(t.coef));
-      if (t.role == 0) {
-        lo.add(k > 0 ? s_lo : s_hi, k);
-        hi.add(k > 0 ? s_hi : s_lo, k);
-      } else if (k < 0) {
-        lo.constant += k * (t.extent - 1);
-      } else {
-        hi.constant += k * (t.extent - 1);
-      }
-    }
+    form_range(pr, 1, 0, s_lo, s_hi, lo, hi);
     switch (pr.cmp) {
       case cost::IndexPredicate::Cmp::Lt:
         conds.push_back("(" + lo.text() + " < 0)");

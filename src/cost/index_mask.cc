@@ -298,6 +298,9 @@ const Reduction* collect_merge(const Program& p, NodeId collect) {
   return found;
 }
 
+// An integer the emitter writes as one (loop bounds' is_small_integer).
+bool small_integer(double x) { return std::abs(x - std::round(x)) < 1e-9 && std::abs(x) < 1e9; }
+
 // Whether every value a kernel stores is decided on a block where the where
 // of `block` takes its literal branch: a constant; or, for a collect's state
 // (`merge` its merging reduction), a constant, or an exp-sum component whose
@@ -407,7 +410,7 @@ std::optional<GridMaskTerms> find_grid_mask_terms(const Program& p, const Kernel
     const TensorType& wt = p.type(w).get().tensor();
     std::optional<Axis> axis;
     if (mask) axis = mask->axis;
-    std::vector<MaskedPredicate> usable;
+    std::vector<IndexPredicate> usable;
     for (const auto& [cmp, lin] : lw->conjuncts) {
       auto role_of = [&](Axis a) {
         if (std::find(k.grid.begin(), k.grid.end(), a) == k.grid.end() || (axis && *axis != a)) return -1;
@@ -418,13 +421,12 @@ std::optional<GridMaskTerms> find_grid_mask_terms(const Program& p, const Kernel
       if (!pred) continue;
       // Integral forms only (the emitter writes them as integer sums), and
       // at least one term on the grid axis.
-      auto integral = [](double x) { return std::abs(x - std::round(x)) < 1e-9; };
-      bool ok = integral(pred->constant), on_grid = false;
+      bool ok = small_integer(pred->constant), on_grid = false;
       for (const IndexPredicate::Term& t : pred->terms) {
-        ok = ok && integral(t.coef);
+        ok = ok && small_integer(t.coef);
         on_grid = on_grid || t.role == 0;
       }
-      if (ok && on_grid) usable.push_back({w, literal_child, *pred, false});
+      if (ok && on_grid) usable.push_back(*pred);
     }
     if (usable.empty()) continue;
     BlockConstants block(p, w, literal_child);
@@ -440,7 +442,7 @@ std::optional<LoopMask> find_grid_mask(const Program& p, const Kernel& k, const 
   if (!terms) return std::nullopt;
   *axis = summary.axis_index(terms->axis);
   LoopMask mask;
-  for (const MaskedPredicate& mp : terms->predicates) mask.predicates.push_back(mp.predicate);
+  mask.predicates = std::move(terms->predicates);
   return mask;
 }
 

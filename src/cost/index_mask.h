@@ -66,7 +66,7 @@ class BlockConstants {
 // live where every predicate can hold somewhere on its block.
 struct GridMaskTerms {
   Axis axis;
-  std::vector<MaskedPredicate> predicates;
+  std::vector<IndexPredicate> predicates;
 };
 std::optional<GridMaskTerms> find_grid_mask_terms(const Program& p, const Kernel& k);
 // The same for the cost model: the predicates as a LoopMask (no role-1

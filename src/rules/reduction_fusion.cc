@@ -181,6 +181,7 @@ const Region& region_of(FusionIndex& index, const EGraph& g, Axis p, EClassId bo
   Region r;
   std::vector<EClassId> stack = {body};
   // Class id -> its index in r.classes (0 while on the stack); -1 outside.
+  // Class ids are e-node ids (each new e-node makes its class).
   std::vector<int>& slot = index.slot;
   if (slot.size() < g.node_capacity()) slot.resize(g.node_capacity(), -1);
   slot[body.v] = 0;
