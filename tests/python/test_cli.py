@@ -119,6 +119,14 @@ def test_estimate_prints_the_bound_at_the_best_or_given_blocks(files):
     assert missing.returncode == 2 and "no block size (at least 1) for axes k.0" in missing.stderr
 
 
+def test_extract_without_a_candidate_says_why(files):
+    # Too few e-nodes for any tiled form: the limit and the flag that raises it.
+    r = cli("extract", files["naive"], "--node-limit", "3")
+    assert r.returncode == 0, r.stderr
+    assert "no candidate: an output has no tiled form in the e-graph; saturation stopped at its node-limit" \
+        in r.stdout and "--node-limit" in r.stdout, r.stdout
+
+
 def test_equiv_exit_codes(files):
     r = cli("equiv", files["naive"], files["tiled"], "--trials", "5", "--seed", "9")
     assert r.returncode == 0, r.stdout + r.stderr

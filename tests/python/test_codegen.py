@@ -245,6 +245,34 @@ def test_programs_wholly_before_a_window_read_nothing(modules):
         assert_close(check.check_program(text, seed=3, trials=1, module=module, blocks=blocks))
 
 
+# The window example's mask written other ways: either edge, the literal in
+# either branch, a shifted index, slope 2, both edges at once. Each form's
+# dead programs (live false) must store what the reference computes.
+WINDOW_RAW = "(mul (tile_matmul e q_tile k_tile) (rsqrt 8))"
+WINDOW_MASKS = {
+    "before": f"(where (lt pos 25) -inf {WINDOW_RAW})",
+    "after": f"(where (le 9 pos) -inf {WINDOW_RAW})",
+    "literal-else": f"(where (le 25 pos) {WINDOW_RAW} -inf)",
+    "shifted": f"(where (lt (sub pos 3) 17) -inf {WINDOW_RAW})",
+    "slope-2": f"(where (lt (mul pos 2) 41) -inf {WINDOW_RAW})",
+    "two-edged": f"(where (mul (lt pos 30) (lt 11 pos)) {WINDOW_RAW} -inf)",
+}
+
+
+@pytest.mark.parametrize("form", sorted(WINDOW_MASKS))
+def test_every_form_of_a_window_mask_reads_only_live_blocks(form, modules):
+    base = text_of("attention_window/flash_decoding.eqf")
+    scores = "(where (lt pos 25) -inf (mul (tile_matmul e q_tile k_tile) (rsqrt 8)))"
+    assert scores in base
+    text = base.replace(scores, WINDOW_MASKS[form])
+    module = modules(text)
+    source = Path(module.__file__).read_text()
+    assert "live = " in source, source
+    for seed, blocks in enumerate(({"h.0": 1, "t.0": 1}, {"h.0": 2, "t.0": 4}, {"h.0": 3, "t.0": 7},
+                                   {"h.0": 1, "t.0": 16})):
+        assert_close(check.check_program(text, seed=seed, trials=1, module=module, blocks=blocks))
+
+
 POINTWISE = {
     "add": "(add xt 0.5)", "sub": "(sub 0.5 xt)", "mul": "(mul xt xt)", "div": "(div xt 1.5)",
     "max2": "(max2 xt 0.1)", "min2": "(min2 xt 0.1)", "neg": "(neg xt)", "exp": "(exp xt)",

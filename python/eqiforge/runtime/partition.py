@@ -657,11 +657,12 @@ def fallback_plan(ir_text: str, ops: int, opts: Options) -> Plan | None:
     """The cut of a program whose whole search failed or hit a limit. Bounds
     from first_bound up to one operator less than the program (and no more
     than partition_ops) are tried; the smallest whose boundary traffic is
-    within _TRAFFIC_SLACK (and _TRAFFIC_FLOOR) of the least of them wins. Half the program can be
-    a poor cut: sliding-window attention's 15 operators halved put the
-    softmax's max and its exponent in different subgraphs (2 MiB through the
-    boundary, no online softmax), where 11 cut only at the two projections
-    (32 KiB). None when no bound cuts the program."""
+    within _TRAFFIC_SLACK times (plus _TRAFFIC_FLOOR) the least of them wins.
+    Half the program can be a poor cut: sliding-window attention's 15
+    operators halved put the softmax's max and its exponent in different
+    subgraphs (2 MiB through the boundary, no online softmax), where 9 cuts
+    only at the two projections (32 KiB). None when no bound cuts the
+    program."""
     lo = first_bound(ops, opts)
     hi = max(lo, min(ops - 1, opts.partition_ops) if opts.partition_ops > 0 else ops - 1)
     plans = []
