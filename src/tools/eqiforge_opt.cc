@@ -184,6 +184,21 @@ const std::vector<Verb>& verb_table() {
                    {.name = "--target", .value_name = "NAME", .help = "estimate each subgraph's time for this profile"},
                    {.name = "--json", .value_name = "", .help = "print one JSON object"}},
        .run = verb_partition},
+      {.name = "compose",
+       .operands = "A B",
+       .num_operands = 2,
+       .summary = "one program from two that meet at boundary tensors, the consumer's tiles fed directly",
+       .details = "Composes A (the producer) and B (the consumer): B's inputs named like A's outputs take A's\n"
+                  "values instead of being read from memory; inputs of one name are one tensor. Where B\n"
+                  "reads such a boundary through partitions over the same (axis, dim) pairs that A combined\n"
+                  "it with, B takes A's tiles directly ((partition a d (combine a d X)) is X), so kernel\n"
+                  "formation can put both in one kernel: fusion across a partition's cut. A's outputs that\n"
+                  "B reads are dropped unless --keep names them. Prints the composed program; --json prints\n"
+                  "{\"fused\": [boundaries fed tile by tile], \"materialized\": [read whole], \"program\"}.",
+       .options = {{.name = "--keep", .value_name = "NAME", .help = "keep A's output NAME although B reads it", .repeatable = true},
+                   {.name = "--name", .value_name = "NAME", .help = "the composed program's name"},
+                   {.name = "--json", .value_name = "", .help = "print one JSON object"}},
+       .run = verb_compose},
       {.name = "rules",
        .operands = "",
        .num_operands = 0,

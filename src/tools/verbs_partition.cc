@@ -10,6 +10,7 @@
 
 #include "eqiforge/cost/target.h"
 #include "eqiforge/ir/parse.h"
+#include "eqiforge/partition/compose.h"
 #include "eqiforge/partition/partition.h"
 #include "tools/verb_util.h"
 
@@ -172,6 +173,27 @@ int verb_partition(const Args& args) {
     print_json(p, part);
   else
     print_text(p, part);
+  return kExitOk;
+}
+
+int verb_compose(const Args& args) {
+  Program producer = load_checked(args.operand(0));
+  Program consumer = load_checked(args.operand(1));
+  ComposeOptions options;
+  options.keep = args.values("--keep");
+  if (args.has("--name")) options.name = *args.value("--name");
+  Composed c = compose(producer, consumer, options);
+  if (!args.has("--json")) {
+    std::cout << print_program(c.program);
+    return kExitOk;
+  }
+  auto names = [](const std::vector<std::string>& v) {
+    std::string out = "[";
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + json_quoted(v[i]);
+    return out + "]";
+  };
+  std::cout << "{\"fused\": " << names(c.fused) << ", \"materialized\": " << names(c.materialized)
+            << ", \"program\": " << json_quoted(print_program(c.program)) << "}\n";
   return kExitOk;
 }
 

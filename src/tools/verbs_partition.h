@@ -10,4 +10,8 @@ namespace eqf::cli {
 // reports them (with each subgraph's program under --json).
 int verb_partition(const Args& args);
 
+// compose A B [--keep NAME ...] [--name NAME] [--json]: one program that
+// feeds B's inputs named like A's outputs from A's values (compose.h).
+int verb_compose(const Args& args);
+
 }  // namespace eqf::cli
