@@ -21,6 +21,26 @@ bool repeated_over(const Kernel& k, int scope, Axis a) {
   return false;
 }
 
+// The dim of a load's tile that holds its buffer's innermost (stride-1)
+// layout dim `last`, following the load's views (outermost first, as
+// Load::views lists them) from the buffer up to the tile: a rename renames
+// it, a split keeps its inner piece innermost, a merge keeps it only as the
+// merge's inner dim. nullopt where it ends as a merge's outer dim: then
+// neighbours in memory are a whole inner extent apart in the tile, and no
+// dim of the tile is contiguous.
+std::optional<Symbol> innermost_dim(const Program& p, Symbol last, const std::vector<NodeId>& views) {
+  Symbol cur = last;
+  for (auto it = views.rbegin(); it != views.rend(); ++it) {
+    const Node& n = p.node(*it);
+    Symbol a = attr_sym(n.attrs, 0), b = attr_sym(n.attrs, 1);
+    if (n.op == Op::Rename && cur == a) cur = b;
+    else if (n.op == Op::Split && cur == a) cur = attr_sym(n.attrs, 2);
+    else if (n.op == Op::Merge && cur == b) cur = attr_sym(n.attrs, 2);
+    else if (n.op == Op::Merge && cur == a) return std::nullopt;
+  }
+  return cur;
+}
+
 class Compiler {
  public:
   Compiler(const Program& p, const LoweredProgram& lp) : p_(p), lp_(lp) {}
@@ -183,11 +203,19 @@ class Compiler {
         row.tile = tile_of(t.parts[i]);
         for (Axis a : ld.replicated_over)
           if (repeated_over(k, ld.scope, a)) row.replicated.push_back(axis(a));
-        if (ld.buffer >= 0 && ld.views.empty()) {
+        if (ld.buffer >= 0) {
           const std::vector<Symbol>& layout = lp_.buffers[size_t(ld.buffer + (t.is_tuple ? int(i) : 0))].layout;
-          if (!layout.empty())
+          // A load through views (a weight whose columns a split cuts into
+          // heads) is as contiguous as the tile's piece of the innermost dim.
+          std::optional<Symbol> inner;
+          if (!layout.empty()) inner = innermost_dim(p_, layout.back(), ld.views);
+          if (!layout.empty() && !inner) {
+            row.contiguous = DimRef{};  // one element per run
+            row.contiguous_known = true;
+          }
+          if (inner)
             for (const DimView& v : tile_view(p_, t.parts[i], lp_.unit_axes))
-              if (v.dim == layout.back()) {
+              if (v.dim == *inner) {
                 row.contiguous = ref(v);
                 row.contiguous_known = true;
               }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -250,6 +251,50 @@ TEST(CostModel, ShortContiguousRunsCostMore) {
   EXPECT_DOUBLE_EQ(narrow.kernels[0].bytes, wide.kernels[0].bytes);
   EXPECT_DOUBLE_EQ(narrow.kernels[0].programs, wide.kernels[0].programs);
   EXPECT_GT(narrow.kernels[0].memory_s, 1.3 * wide.kernels[0].memory_s);
+}
+
+// A load through views is as contiguous as the tile's piece of the
+// buffer's innermost dim: a split's inner piece (a weight's columns cut into
+// heads, a block of one column is a 2-byte run), a merge's inner dim; where
+// that dim becomes a merge's outer dim, no dim of the tile is contiguous.
+TEST(CostModel, ContiguousRunsFollowViews) {
+  // `view` wraps the input's name: the [m h e] view of x [m n].
+  auto both = [](const std::function<std::string(const std::string&)>& view) {
+    auto tiled = [&](const std::string& x) {
+      return "(partition e.0 e (partition h.0 h (partition m.0 m " + view(x) + ")))";
+    };
+    return "(program v (dims (m 1024) (n 4096) (n2 4096) (h 32) (e 128)) (input x f16 [m n]) (input y f16 [m n])\n"
+           "  (output z [m h e] (combine m.0 m (combine h.0 h (combine e.0 e (add " +
+           tiled("x") + " " + tiled("y") + "))))))";
+  };
+  Program p = parse_and_check(both([](const std::string& x) { return "(split n h e " + x + ")"; }));
+  LoweredProgram lp = lower_program(p);
+  CostModel cm(h200());
+  ProgramEstimate narrow = cm.evaluate(p, lp, {{axis("m.0"), 64}, {axis("h.0"), 16}, {axis("e.0"), 1}});
+  ProgramEstimate wide = cm.evaluate(p, lp, {{axis("m.0"), 64}, {axis("h.0"), 1}, {axis("e.0"), 16}});
+  EXPECT_DOUBLE_EQ(narrow.kernels[0].bytes, wide.kernels[0].bytes);
+  EXPECT_DOUBLE_EQ(narrow.kernels[0].programs, wide.kernels[0].programs);
+  EXPECT_GT(narrow.kernels[0].memory_s, 1.3 * wide.kernels[0].memory_s);
+
+  // Renamed before the split: as contiguous as before.
+  Program r = parse_and_check(both([](const std::string& x) { return "(split n2 h e (rename n n2 " + x + "))"; }));
+  ProgramEstimate renamed =
+      cm.evaluate(r, lower_program(r), {{axis("m.0"), 64}, {axis("h.0"), 1}, {axis("e.0"), 16}});
+  EXPECT_DOUBLE_EQ(renamed.kernels[0].memory_s, wide.kernels[0].memory_s);
+}
+
+TEST(CostModel, AMergesOuterDimHasNoContiguousRun) {
+  auto merged = [](const std::string& order) {
+    return "(program v (dims (m 64) (n 4096) (d 262144)) (input x f16 [m n]) (input y f16 [m n])\n"
+           "  (output z [d] (combine d.0 d (add (partition d.0 d (merge " + order + " d x))\n"
+           "                                   (partition d.0 d (merge " + order + " d y))))))";
+  };
+  Program inner = parse_and_check(merged("m n")), outer = parse_and_check(merged("n m"));
+  CostModel cm(h200());
+  ProgramEstimate rows = cm.evaluate(inner, lower_program(inner), {{axis("d.0"), 1024}});
+  ProgramEstimate cols = cm.evaluate(outer, lower_program(outer), {{axis("d.0"), 1024}});
+  EXPECT_DOUBLE_EQ(rows.kernels[0].bytes, cols.kernels[0].bytes);
+  EXPECT_GT(cols.kernels[0].memory_s, 1.3 * rows.kernels[0].memory_s);
 }
 
 // Row sums of a 2048 x 8192 matrix: tiny blocks of k make a long loop whose
