@@ -184,6 +184,7 @@ def base_row(case, impl: str, settings: Settings, device_name: str) -> dict:
         "correct": None,
         "do_bench_s": None,
         "gpu_s": None,
+        "gpu_clean_s": None,
         "gpu_reps": None,
         "gap_do_bench": None,
         "gap_gpu": None,
@@ -299,7 +300,7 @@ class Worker:
             raise SystemExit("bench.run: no GPU found; use --cpu-small for the CPU checks or --dry-run")
         self.device = torch.device("cuda" if self.cuda else "cpu")
         self.device_name = torch.cuda.get_device_name(self.device) if self.cuda else "cpu"
-        self.flusher = None
+        self.flusher = self.clean_flusher = None
         self._optimize: Callable | None = None
         self._optimize_error: str | None = None
         self.versions = versions()
@@ -315,6 +316,7 @@ class Worker:
         from .timing import L2Flusher
 
         self.flusher = L2Flusher(self.device)
+        self.clean_flusher = L2Flusher(self.device, clean=True)
         a = torch.randn(4096, 4096, device=self.device, dtype=torch.float16)
         end = time.time() + 0.5
         while time.time() < end:
@@ -332,15 +334,16 @@ class Worker:
         return self._optimize
 
     def time_it(self, fn: Callable, arg_sets: list[tuple],
-                context=None) -> tuple[float | None, float | None, int | None, list[str]]:
-        """(do_bench seconds, GPU-only seconds, GPU-only replays, notes)."""
+                context=None) -> tuple[float | None, float | None, float | None, int | None, list[str]]:
+        """(do_bench seconds, GPU-only seconds, GPU-only seconds after a clean
+        flush, GPU-only replays, notes)."""
         from . import timing
 
         notes: list[str] = []
         if not self.cuda:
             t = timing.cpu_time(fn, arg_sets, context=context)
-            return t, None, None, ["CPU: wall-clock median, no GPU-only time"]
-        t_bench = t_gpu = reps = None
+            return t, None, None, None, ["CPU: wall-clock median, no GPU-only time"]
+        t_bench = t_gpu = t_clean = reps = None
         try:
             t_bench = timing.do_bench_time(fn, arg_sets, self.settings.warmup_ms, self.settings.rep_ms, context)
         except Exception as e:  # noqa: BLE001 -- reported in the row
@@ -350,7 +353,13 @@ class Worker:
                                                context=context)
         except Exception as e:  # noqa: BLE001
             notes.append(f"GPU-only time (CUDA graph) failed: {one_line(e)}")
-        return t_bench, t_gpu, reps, notes
+        if t_gpu is not None:
+            try:
+                t_clean, _ = timing.gpu_only_time(fn, arg_sets[0], self.clean_flusher, self.settings.gpu_target_ms,
+                                                  context=context)
+            except Exception as e:  # noqa: BLE001
+                notes.append(f"GPU-only time after a clean flush failed: {one_line(e)}")
+        return t_bench, t_gpu, t_clean, reps, notes
 
     # -- one job --
 
@@ -446,8 +455,8 @@ class Worker:
             del out
 
             with torch.no_grad():
-                t_bench, t_gpu, reps, notes = self.time_it(run, sets, context)
-            row["do_bench_s"], row["gpu_s"], row["gpu_reps"] = t_bench, t_gpu, reps
+                t_bench, t_gpu, t_clean, reps, notes = self.time_it(run, sets, context)
+            row["do_bench_s"], row["gpu_s"], row["gpu_clean_s"], row["gpu_reps"] = t_bench, t_gpu, t_clean, reps
             row["notes"] += notes
             fl = row["floor"]["floor_s"]
             row["gap_do_bench"] = t_bench / fl if t_bench else None
@@ -519,7 +528,8 @@ def summary_line(row: dict) -> str:
 
     parts = [f"{row['id']:34s} {row['impl']:13s} {row['status']:13s}"]
     if row.get("do_bench_s") or row.get("gpu_s"):
-        parts.append(f"do_bench {us(row.get('do_bench_s'))}, gpu {us(row.get('gpu_s'))}")
+        parts.append(f"do_bench {us(row.get('do_bench_s'))}, gpu {us(row.get('gpu_s'))}, "
+                     f"gpu clean {us(row.get('gpu_clean_s'))}")
     if row.get("rel_err") is not None:
         parts.append(f"err {row['rel_err']:.1e}")
     if row.get("setup_s"):

@@ -1,6 +1,6 @@
 """How the benchmarks time a callable: the same way for ours and every baseline.
 
-Two numbers per implementation (on the GPU):
+Three numbers per implementation (on the GPU):
   do_bench   triton.testing.do_bench's median: what a Python caller sees,
              launch overhead included. do_bench warms up, then times each
              call with CUDA events and clears the L2 before it; on top of
@@ -10,6 +10,13 @@ Two numbers per implementation (on the GPU):
              flushed (a 256 MB write) before every replay, events around the
              replay alone: the time of the kernels without the host's
              launch path.
+  GPU-only, clean L2   the same replay after a flush that reads the
+             buffer instead. A write leaves the L2 full of dirty lines,
+             and DRAM writes them back while the timed call's reads evict
+             them: a call reading 32 MiB then moves up to twice its bytes
+             (do_bench's own flush is such a write). A read leaves clean
+             lines, dropped for free: closer to a decode step, whose
+             weights are read-only (bench/gpu_check/flush_forms.py).
 On the CPU (checks only): the median wall time of a few calls.
 """
 
@@ -53,13 +60,19 @@ def do_bench_time(fn: Callable, arg_sets: list[tuple], warmup_ms: float = 25, re
 
 
 class L2Flusher:
-    """A buffer larger than the L2; writing it evicts whatever was cached."""
+    """A buffer larger than the L2; writing it evicts whatever was cached
+    and leaves dirty lines; reading it (clean=True) leaves clean ones."""
 
-    def __init__(self, device: torch.device, nbytes: int = FLUSH_BYTES):
-        self.buf = torch.empty(nbytes, dtype=torch.int8, device=device)
+    def __init__(self, device: torch.device, nbytes: int = FLUSH_BYTES, clean: bool = False):
+        self.buf = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
+        self.sink = torch.empty((), dtype=torch.float32, device=device)
+        self.clean = clean
 
     def flush(self) -> None:
-        self.buf.zero_()
+        if self.clean:
+            torch.sum(self.buf, dim=0, out=self.sink)
+        else:
+            self.buf.zero_()
 
 
 def gpu_only_time(fn: Callable, args: tuple, flusher: L2Flusher, target_ms: float = 100.0, min_reps: int = 10,
