@@ -203,16 +203,14 @@ class Compiler {
         row.tile = tile_of(t.parts[i]);
         for (Axis a : ld.replicated_over)
           if (repeated_over(k, ld.scope, a)) row.replicated.push_back(axis(a));
-        if (ld.buffer >= 0) {
-          const std::vector<Symbol>& layout = lp_.buffers[size_t(ld.buffer + (t.is_tuple ? int(i) : 0))].layout;
+        const std::vector<Symbol>* layout =
+            ld.buffer >= 0 ? &lp_.buffers[size_t(ld.buffer + (t.is_tuple ? int(i) : 0))].layout : nullptr;
+        if (layout && !layout->empty()) {
           // A load through views (a weight whose columns a split cuts into
-          // heads) is as contiguous as the tile's piece of the innermost dim.
-          std::optional<Symbol> inner;
-          if (!layout.empty()) inner = innermost_dim(p_, layout.back(), ld.views);
-          if (!layout.empty() && !inner) {
-            row.contiguous = DimRef{};  // one element per run
-            row.contiguous_known = true;
-          }
+          // heads) is as contiguous as the tile's piece of the innermost dim;
+          // with none, a run is one element (row.contiguous stays One).
+          std::optional<Symbol> inner = innermost_dim(p_, layout->back(), ld.views);
+          row.contiguous_known = !inner;
           if (inner)
             for (const DimView& v : tile_view(p_, t.parts[i], lp_.unit_axes))
               if (v.dim == *inner) {
