@@ -239,8 +239,9 @@ def _cell(row: dict | None, field: str, notes: list[str]) -> str:
     if status == "dry_run":
         return "(dry run)"
     if status == "ok":  # ran, but this timing is missing: failed, or not measured on this device
-        word = {"gpu_s": "GPU-only time (CUDA", "gpu_clean_s": "GPU-only time after"}.get(field, "do_bench")
-        failed = [n for n in row.get("notes", []) if n.startswith(word) and "failed" in n]
+        from .run import TIMING_FAILED
+
+        failed = [n for n in row.get("notes", []) if n.startswith(TIMING_FAILED[field])]
         if not failed:
             return "n/a"
         reason = "; ".join(failed)

@@ -53,6 +53,9 @@ from typing import Any, Callable
 REPO = Path(__file__).resolve().parents[1]
 IMPLS = ("eager", "sdpa_flash", "torch_compile", "ours")
 TOLERANCE = 1e-2
+# The note a row carries when one of its timings failed (the report's cells say why).
+TIMING_FAILED = {"do_bench_s": "do_bench failed", "gpu_s": "GPU-only time (CUDA graph) failed",
+                 "gpu_clean_s": "GPU-only time after a clean flush failed"}
 # Rows that a --resume does not run again; --retry-failed runs the RETRYABLE
 # ones again too. A "not available" row is never final: the next run may have
 # the missing piece.
@@ -300,7 +303,7 @@ class Worker:
             raise SystemExit("bench.run: no GPU found; use --cpu-small for the CPU checks or --dry-run")
         self.device = torch.device("cuda" if self.cuda else "cpu")
         self.device_name = torch.cuda.get_device_name(self.device) if self.cuda else "cpu"
-        self.flusher = self.clean_flusher = None
+        self.flusher = None
         self._optimize: Callable | None = None
         self._optimize_error: str | None = None
         self.versions = versions()
@@ -316,7 +319,6 @@ class Worker:
         from .timing import L2Flusher
 
         self.flusher = L2Flusher(self.device)
-        self.clean_flusher = L2Flusher(self.device, clean=True)
         a = torch.randn(4096, 4096, device=self.device, dtype=torch.float16)
         end = time.time() + 0.5
         while time.time() < end:
@@ -343,23 +345,21 @@ class Worker:
         if not self.cuda:
             t = timing.cpu_time(fn, arg_sets, context=context)
             return t, None, None, None, ["CPU: wall-clock median, no GPU-only time"]
-        t_bench = t_gpu = t_clean = reps = None
+        t_bench = reps = None
         try:
             t_bench = timing.do_bench_time(fn, arg_sets, self.settings.warmup_ms, self.settings.rep_ms, context)
         except Exception as e:  # noqa: BLE001 -- reported in the row
-            notes.append(f"do_bench failed: {one_line(e)}")
-        try:
-            t_gpu, reps = timing.gpu_only_time(fn, arg_sets[0], self.flusher, self.settings.gpu_target_ms,
-                                               context=context)
-        except Exception as e:  # noqa: BLE001
-            notes.append(f"GPU-only time (CUDA graph) failed: {one_line(e)}")
-        if t_gpu is not None:
+            notes.append(f"{TIMING_FAILED['do_bench_s']}: {one_line(e)}")
+        gpu: dict[str, float] = {}
+        for key, clean in (("gpu_s", False), ("gpu_clean_s", True)):
             try:
-                t_clean, _ = timing.gpu_only_time(fn, arg_sets[0], self.clean_flusher, self.settings.gpu_target_ms,
-                                                  context=context)
+                gpu[key], n = timing.gpu_only_time(fn, arg_sets[0], self.flusher, self.settings.gpu_target_ms,
+                                                   context=context, clean=clean)
             except Exception as e:  # noqa: BLE001
-                notes.append(f"GPU-only time after a clean flush failed: {one_line(e)}")
-        return t_bench, t_gpu, t_clean, reps, notes
+                notes.append(f"{TIMING_FAILED[key]}: {one_line(e)}")
+                break  # a call that cannot be captured once cannot be the second time either
+            reps = reps or n
+        return t_bench, gpu.get("gpu_s"), gpu.get("gpu_clean_s"), reps, notes
 
     # -- one job --
 

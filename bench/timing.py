@@ -60,25 +60,25 @@ def do_bench_time(fn: Callable, arg_sets: list[tuple], warmup_ms: float = 25, re
 
 
 class L2Flusher:
-    """A buffer larger than the L2; writing it evicts whatever was cached
-    and leaves dirty lines; reading it (clean=True) leaves clean ones."""
+    """A buffer larger than the L2. Writing it evicts whatever was cached and
+    leaves dirty lines; reading it (clean=True) leaves clean ones."""
 
-    def __init__(self, device: torch.device, nbytes: int = FLUSH_BYTES, clean: bool = False):
+    def __init__(self, device: torch.device, nbytes: int = FLUSH_BYTES):
         self.buf = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
         self.sink = torch.empty((), dtype=torch.float32, device=device)
-        self.clean = clean
 
-    def flush(self) -> None:
-        if self.clean:
+    def flush(self, clean: bool = False) -> None:
+        if clean:
             torch.sum(self.buf, dim=0, out=self.sink)
         else:
             self.buf.zero_()
 
 
 def gpu_only_time(fn: Callable, args: tuple, flusher: L2Flusher, target_ms: float = 100.0, min_reps: int = 10,
-                  max_reps: int = 500, context: Callable[[], Any] | None = None) -> tuple[float, int]:
+                  max_reps: int = 500, context: Callable[[], Any] | None = None,
+                  clean: bool = False) -> tuple[float, int]:
     """(median seconds per replay, replays timed) of fn(*args) captured as a
-    CUDA graph, with the L2 flushed before each replay.
+    CUDA graph, with the L2 flushed before each replay (by a read: clean).
 
     The flush is queued before the start event, and the replay is queued
     while the flush runs, so the events bracket the graph's kernels only."""
@@ -98,7 +98,7 @@ def gpu_only_time(fn: Callable, args: tuple, flusher: L2Flusher, target_ms: floa
         graph.replay()
         torch.cuda.synchronize(device)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        flusher.flush()
+        flusher.flush(clean)
         start.record()
         graph.replay()
         end.record()
@@ -108,7 +108,7 @@ def gpu_only_time(fn: Callable, args: tuple, flusher: L2Flusher, target_ms: floa
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         for i in range(reps):
-            flusher.flush()
+            flusher.flush(clean)
             starts[i].record()
             graph.replay()
             ends[i].record()

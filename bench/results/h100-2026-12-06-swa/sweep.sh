@@ -28,6 +28,6 @@ vc = torch.randn_like(kc)
 q = torch.randn(1, 32, 1, 128, device="cuda", dtype=torch.float16)
 f = lambda q, kc, vc: F.scaled_dot_product_attention(q, kc[:, :, 12288:], vc[:, :, 12288:], enable_gqa=True)
 for clean in (False, True):
-    t, _ = gpu_only_time(f, (q, kc, vc), L2Flusher(torch.device("cuda"), clean=clean))
+    t, _ = gpu_only_time(f, (q, kc, vc), L2Flusher(torch.device("cuda")), clean=clean)
     print({"sdpa_window_attention_us": round(t * 1e6, 2), "clean_flush": clean})
 PY
