@@ -232,6 +232,13 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, 
     double flops = times(d.scope) * 2 * m * kk * n;
     (d.tensor_cores ? e.mma : e.other) += flops;
     live = std::max(live, 4 * m * n);
+    // A dot on fewer rows than a warp-group MMA takes runs as mma.sync,
+    // which reads both operand tiles from registers: they are live together
+    // with the product. ptxas (bench/spills.py, bench/results/
+    // registers-2026-12-06.md): a [1024, 64] fp16 weight tile into such a
+    // dot spills ~10 KB per thread at 4 warps, where the tiles the other
+    // terms count fit.
+    if (m < t.warp_group_rows) live = std::max(live, (m * kk + kk * n) * (d.tensor_cores ? 2 : 4) + 4 * m * n);
     e.max_tile = std::max(e.max_tile, std::max(m * n, std::max(m * kk, kk * n)));
   }
   for (const StoreRow& s : k.stores) {
@@ -475,6 +482,8 @@ ProgramEstimate report(const ProgramSummary& s, const LoweredProgram& lp, const 
     ke.seconds = e.seconds;
     ke.masked = e.masked;
     ke.latency_s = e.latency_s;
+    ke.register_bytes = e.regs;
+    ke.smem_bytes = e.smem;
     double m = std::max({e.memory_s, e.mma_s, e.other_s, e.latency_s});
     ke.bound = m == 0                ? "launch"
                : m == e.memory_s   ? "memory"

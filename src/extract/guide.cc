@@ -125,25 +125,25 @@ double CostGuide::elements(const TensorType& t) const {
   return n;
 }
 
+double CostGuide::min_extent(const TensorType& t, Symbol d, double block_floor) const {
+  bool blocked = false, unit = false;
+  for (const AxisState& as : t.delta)
+    if (blocks(as, d)) {
+      blocked = true;
+      unit = unit || unit_axes_.count(as.axis) > 0;  // fixed to 1, not padded to a dot
+    }
+  // A dot's tiles (block_floor > 1) pad every dim, whole ones included,
+  // to a power of two of at least the smallest dot (codegen: TILE
+  // constexprs); extent 1 is squeezed.
+  double e = extent(d);
+  if (unit || e == 1) return 1;
+  if (block_floor > 1) return blocked ? block_floor : std::max(block_floor, std::exp2(std::ceil(std::log2(e))));
+  return blocked ? std::min(block_floor, e) : e;
+}
+
 double CostGuide::min_elements(const TensorType& t, double block_floor) const {
   double n = 1;
-  for (Symbol d : t.dims) {
-    bool blocked = false, unit = false;
-    for (const AxisState& as : t.delta)
-      if (blocks(as, d)) {
-        blocked = true;
-        unit = unit || unit_axes_.count(as.axis) > 0;  // fixed to 1, not padded to a dot
-      }
-    // A dot's tiles (block_floor > 1) pad every dim, whole ones included,
-    // to a power of two of at least the smallest dot (codegen: TILE
-    // constexprs); extent 1 is squeezed.
-    double e = extent(d);
-    if (unit || e == 1) continue;
-    if (block_floor > 1)
-      n *= blocked ? block_floor : std::max(block_floor, std::exp2(std::ceil(std::log2(e))));
-    else
-      n *= blocked ? std::min(block_floor, e) : e;
-  }
+  for (Symbol d : t.dims) n *= min_extent(t, d, block_floor);
   return n;
 }
 
@@ -254,12 +254,22 @@ TensorType CostGuide::product_tile(const Option& o) const {
 bool CostGuide::dot_operands_fit(const Option& o) const {
   // tl.dot stages both operand tiles in shared memory at once, each padded
   // to the smallest dot: at the smallest blocks they must fit together.
-  double bytes = 0;
-  for (EClassId k : o.children) {
-    const TensorType& t = g_.type(k).get().tensor();
-    bytes += min_elements(t, double(target_.min_dot)) * dtype_bytes(t.dtype);
-  }
-  return bytes <= double(target_.smem_bytes_per_program);
+  const double floor = double(target_.min_dot);
+  const TensorType& a = g_.type(o.children[0]).get().tensor();
+  const TensorType& b = g_.type(o.children[1]).get().tensor();
+  const double bytes = min_elements(a, floor) * dtype_bytes(a.dtype) + min_elements(b, floor) * dtype_bytes(b.dtype);
+  if (bytes > double(target_.smem_bytes_per_program)) return false;
+  // On fewer rows than a warp-group MMA takes, the dot reads both operands
+  // from registers, next to its fp32 product (cost/cost_model.cc): a whole
+  // k of 2048 against 16 rows and 16 columns does not fit however the rest
+  // is blocked.
+  Symbol k = Symbol::from_raw(g_.attrs(o.path.front())[0]);
+  double rows = 1, cols = 1;
+  for (Symbol d : a.dims)
+    if (d != k) rows *= min_extent(a, d, floor);
+  for (Symbol d : b.dims)
+    if (d != k && !a.has_dim(d)) cols *= min_extent(b, d, floor);
+  return rows >= target_.warp_group_rows || bytes + 4 * rows * cols <= double(target_.register_bytes_per_program);
 }
 
 bool CostGuide::is_load(const Option& o) const {

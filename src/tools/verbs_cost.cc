@@ -43,7 +43,9 @@ int verb_estimate(const Args& args) {
         << ", \"estimated_us\": " << json_number(ke.seconds * 1e6) << ", \"bound\": " << json_quoted(ke.bound)
         << ", \"bytes\": " << json_number(ke.bytes) << ", \"memory_us\": " << json_number(ke.memory_s * 1e6)
         << ", \"mma_us\": " << json_number(ke.mma_s * 1e6) << ", \"fp_us\": " << json_number(ke.other_s * 1e6)
-        << ", \"latency_us\": " << json_number(ke.latency_s * 1e6) << "}";
+        << ", \"latency_us\": " << json_number(ke.latency_s * 1e6)
+        << ", \"register_bytes\": " << json_number(ke.register_bytes)
+        << ", \"smem_bytes\": " << json_number(ke.smem_bytes) << "}";
     }
     o << "]}\n";
     std::cout << o.str();
@@ -55,9 +57,11 @@ int verb_estimate(const Args& args) {
   for (const auto& [axis, b] : e.blocks) std::printf(" %s=%lld", axis.name().c_str(), (long long)b);
   std::printf("\n");
   for (const KernelEstimate& ke : e.kernels)
-    std::printf("  kernel %s  %.0f programs  %.2f us (%s): memory %.2f, mma %.2f, fp %.2f, latency %.2f us\n",
-                ke.name.c_str(), ke.programs, ke.seconds * 1e6, ke.bound.c_str(), ke.memory_s * 1e6, ke.mma_s * 1e6,
-                ke.other_s * 1e6, ke.latency_s * 1e6);
+    std::printf(
+        "  kernel %s  %.0f programs  %.2f us (%s): memory %.2f, mma %.2f, fp %.2f, latency %.2f us; "
+        "registers %.0f KiB, shared %.0f KiB\n",
+        ke.name.c_str(), ke.programs, ke.seconds * 1e6, ke.bound.c_str(), ke.memory_s * 1e6, ke.mma_s * 1e6,
+        ke.other_s * 1e6, ke.latency_s * 1e6, ke.register_bytes / 1024, ke.smem_bytes / 1024);
   return kExitOk;
 }
 

@@ -667,7 +667,7 @@ TEST(CostModel, AWholeDimOfADotIsPaddedToo) {
 // 2 x 4 cannot be flattened and stays a product on the FP units.
 TEST(CostModel, AFlattenedRunOfWholeDimsIsOneDot) {
   auto program = [](const std::string& dims) {
-    return parse_and_check("(program mm (dims (m 64) (k 2048) " + dims +
+    return parse_and_check("(program mm (dims (m 64) (k 1024) " + dims +
                            ")\n"
                            "  (input x f16 [m k]) (input w f16 [k n])\n"
                            "  (output y [m h e] (combine m.0 m (tile_matmul k (partition m.0 m x)\n"
@@ -677,11 +677,41 @@ TEST(CostModel, AFlattenedRunOfWholeDimsIsOneDot) {
   Program p = program("(n 16) (h 4) (e 4)");
   ProgramEstimate e = cm.evaluate(p, lower_program(p), {{axis("m.0"), 16}});
   ASSERT_TRUE(e.feasible) << e.why_infeasible;
-  EXPECT_DOUBLE_EQ(e.kernels[0].mma_flops, 2.0 * 64 * 2048 * 16);
+  EXPECT_DOUBLE_EQ(e.kernels[0].mma_flops, 2.0 * 64 * 1024 * 16);
   Program q = program("(n 8) (h 2) (e 4)");
   ProgramEstimate f = cm.evaluate(q, lower_program(q), {{axis("m.0"), 16}});
   EXPECT_DOUBLE_EQ(f.kernels[0].mma_flops, 0);
-  EXPECT_GE(f.kernels[0].other_flops, 2.0 * 64 * 2048 * 8);
+  EXPECT_GE(f.kernels[0].other_flops, 2.0 * 64 * 1024 * 8);
+}
+
+// A dot on fewer rows than a warp-group MMA takes runs as mma.sync, which
+// reads both operand tiles from registers (ptxas: bench/results/
+// registers-2026-12-06.md). 16 rows against a whole k of 2048 and 16
+// columns hold 64 + 64 KiB of fp16 operands and the product: past the 128
+// KiB of registers, which the product alone (1 KiB) and the shared memory
+// both fit. With k blocked in a loop the operands fit; on 64 rows the dot is
+// a warp-group MMA, whose operands (here 128 KiB with a 16 KiB product) the
+// registers do not hold.
+TEST(CostModel, AnMmaSyncDotHoldsItsOperandsInRegisters) {
+  auto program = [](const std::string& m, const std::string& k, const std::string& body) {
+    return parse_and_check("(program mm (dims (m " + m + ") (k " + k + ") (n 64))\n"
+                           "  (input x f16 [m k]) (input w f16 [k n])\n"
+                           "  (output y [m n] (combine n.0 n " + body + ")))");
+  };
+  const std::string whole_k = "(tile_matmul k (replicate n.0 x) (partition n.0 n w))";
+  CostModel cm(h200());
+  Program p = program("16", "2048", whole_k);
+  ProgramEstimate e = cm.evaluate(p, lower_program(p), {{axis("n.0"), 16}});
+  EXPECT_FALSE(e.feasible);
+  EXPECT_NE(e.why_infeasible.find("registers 129 KiB > 128 KiB"), std::string::npos) << e.why_infeasible;
+  EXPECT_EQ(e.kernels[0].register_bytes, (16.0 * 2048 + 2048 * 16) * 2 + 4 * 16 * 16);
+  Program looped = program(
+      "16", "2048", "(preduce k.0 + (tile_matmul k (partition k.0 k (replicate n.0 x)) (partition k.0 k (partition n.0 n w))))");
+  ProgramEstimate f = cm.evaluate(looped, lower_program(looped), {{axis("n.0"), 16}, {axis("k.0"), 256}});
+  EXPECT_TRUE(f.feasible) << f.why_infeasible;
+  Program wide = program("64", "512", whole_k);  // [64, 512] and [512, 64]: 128 KiB, and the product's 16
+  ProgramEstimate g = cm.evaluate(wide, lower_program(wide), {{axis("n.0"), 64}});
+  EXPECT_TRUE(g.feasible) << g.why_infeasible;
 }
 
 // A cache of kernel evaluations shared by many estimates (extraction's

@@ -79,6 +79,8 @@ struct KernelEstimate {
   double other_flops = 0;
   double memory_s = 0, mma_s = 0, other_s = 0, latency_s = 0, launch_s = 0;
   double seconds = 0;            // max of the four terms, plus launch
+  double register_bytes = 0;     // one program's tiles in registers (what the budget is checked against)
+  double smem_bytes = 0;         // one program's loaded tiles in shared memory
   std::string bound;             // "memory", "mma", "fp", "latency" (the largest term), or "launch" when all are 0
   bool masked = false;           // some loop skips fully masked blocks
 };

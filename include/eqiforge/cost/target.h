@@ -52,6 +52,9 @@ struct Target {
   double loop_iteration_s = 0;       // the least time one loop iteration of a program takes
   double programs_per_sm = 1;        // programs resident on one SM at once (they overlap their loops)
   int min_dot = 16;                  // tl.dot's smallest M, N and K (smaller tiles are padded)
+  // A dot on fewer rows than a warp-group MMA takes (Hopper's wgmma: 64)
+  // runs as mma.sync, which reads both operand tiles from registers.
+  int warp_group_rows = 64;
   int64_t max_tile_elements = 1 << 20;  // Triton's limit on the elements of one tile
 };
 
