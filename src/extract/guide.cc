@@ -262,14 +262,20 @@ bool CostGuide::dot_operands_fit(const Option& o) const {
   // On fewer rows than a warp-group MMA takes, the dot reads both operands
   // from registers, next to its fp32 product (cost/cost_model.cc): a whole
   // k of 2048 against 16 rows and 16 columns does not fit however the rest
-  // is blocked.
+  // is blocked. Only where no block sizes give it that many rows: else a
+  // larger row block may make it a warp-group MMA that fits.
   Symbol k = Symbol::from_raw(g_.attrs(o.path.front())[0]);
-  double rows = 1, cols = 1;
-  for (Symbol d : a.dims)
-    if (d != k) rows *= min_extent(a, d, floor);
+  double rows = 1, most_rows = 1, cols = 1;
+  for (Symbol d : a.dims) {
+    if (d == k) continue;
+    double least = min_extent(a, d, floor);
+    rows *= least;
+    most_rows *= least == 1 ? 1 : std::max(floor, std::exp2(std::ceil(std::log2(extent(d)))));
+  }
   for (Symbol d : b.dims)
     if (d != k && !a.has_dim(d)) cols *= min_extent(b, d, floor);
-  return rows >= target_.warp_group_rows || bytes + 4 * rows * cols <= double(target_.register_bytes_per_program);
+  return most_rows >= target_.warp_group_rows ||
+         bytes + 4 * rows * cols <= double(target_.register_bytes_per_program);
 }
 
 bool CostGuide::is_load(const Option& o) const {

@@ -148,6 +148,39 @@ TEST(ExtractBestFirst, AReductionsOperandTileIsCheckedAgainstTheRegisters) {
   EXPECT_GT(bfs_stats.infeasible, 0u);
 }
 
+// A dot on 16 rows runs as mma.sync and holds both operand tiles in
+// registers (cost/cost_model.cc): against a whole k of 2048 they are 128
+// KiB with the product past the registers at any block sizes. The guide
+// refuses such a dot instead of leaving it to the estimate (mHC's
+// connection: 40 s of best-first extraction built only such candidates),
+// and loses no feasible candidate: best-first without a limit keeps the
+// feasible candidates breadth-first does, which estimates the refused ones.
+TEST(ExtractBestFirst, AnMmaSyncDotsOperandsAreCheckedAgainstTheRegisters) {
+  const std::string text = R"(
+(program gemv
+  (dims (m 16) (k 2048) (n 64))
+  (input x f16 [m k]) (input w f16 [k n])
+  (output y [m n] (matmul k x w))))";
+  Saturated s(text, "gemv.eqf");
+  auto run = [&](ExtractOrder order, ExtractStats* stats) {
+    ExtractOptions o;
+    o.order = order;
+    o.cost = &h200();
+    ExtractResult r = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
+    *stats = r.stats;
+    std::set<uint64_t> keys;
+    for (const Candidate& c : r.candidates) keys.insert(canonical_hash(c.program));
+    return keys;
+  };
+  ExtractStats best_stats, bfs_stats;
+  std::set<uint64_t> best = run(ExtractOrder::BestFirst, &best_stats);
+  std::set<uint64_t> bfs = run(ExtractOrder::BreadthFirst, &bfs_stats);
+  EXPECT_FALSE(best.empty());
+  EXPECT_EQ(best, bfs);
+  EXPECT_NE(bfs_stats.first_infeasible.find("registers"), std::string::npos) << bfs_stats.first_infeasible;
+  EXPECT_EQ(best_stats.infeasible - best_stats.staged_out, 0u) << best_stats.first_infeasible;
+}
+
 // A preduce over an axis on its own kernel's grid has no kernel form (its
 // coordinates are different programs). Extraction refuses that filling
 // instead of building programs that validity then rejects.
