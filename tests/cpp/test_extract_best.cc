@@ -35,6 +35,21 @@ struct Saturated {
   }
 };
 
+// The canonical hashes of every candidate extraction in `order` finds
+// without a limit, its statistics, and (if asked) the result itself.
+std::set<uint64_t> candidate_keys(Saturated& s, ExtractOrder order, ExtractStats* stats,
+                                  ExtractResult* result = nullptr) {
+  ExtractOptions o;
+  o.order = order;
+  o.cost = &h200();
+  ExtractResult r = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
+  *stats = r.stats;
+  std::set<uint64_t> keys;
+  for (const Candidate& c : r.candidates) keys.insert(canonical_hash(c.program));
+  if (result) *result = std::move(r);
+  return keys;
+}
+
 ExtractResult best_first(Saturated& s, size_t max_candidates) {
   ExtractOptions o;
   o.order = ExtractOrder::BestFirst;
@@ -126,21 +141,13 @@ TEST(ExtractBestFirst, AReductionsOperandTileIsCheckedAgainstTheRegisters) {
   (input x f16 [m n])
   (output y [m n] (div x (sqrt (sum n (mul x x)))))))";
   Saturated s(text, "rownorm.eqf");
-  auto run = [&](ExtractOrder order, ExtractStats* stats) {
-    ExtractOptions o;
-    o.order = order;
-    o.cost = &h200();
-    ExtractResult r = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
-    *stats = r.stats;
-    std::set<uint64_t> keys;
-    for (const Candidate& c : r.candidates) keys.insert(canonical_hash(c.program));
-    // The best one computes the program (the reference interpreter).
-    if (!r.candidates.empty()) EXPECT_TRUE(compare_programs(s.u.naive, r.candidates[0].program, 11, 1).equivalent());
-    return keys;
-  };
   ExtractStats best_stats, bfs_stats;
-  std::set<uint64_t> best = run(ExtractOrder::BestFirst, &best_stats);
-  std::set<uint64_t> bfs = run(ExtractOrder::BreadthFirst, &bfs_stats);
+  ExtractResult first;
+  std::set<uint64_t> best = candidate_keys(s, ExtractOrder::BestFirst, &best_stats, &first);
+  std::set<uint64_t> bfs = candidate_keys(s, ExtractOrder::BreadthFirst, &bfs_stats);
+  // The best one computes the program (the reference interpreter).
+  if (!first.candidates.empty())
+    EXPECT_TRUE(compare_programs(s.u.naive, first.candidates[0].program, 11, 1).equivalent());
   EXPECT_FALSE(best.empty());
   EXPECT_EQ(best, bfs);
   EXPECT_NE(bfs_stats.first_infeasible.find("registers"), std::string::npos) << bfs_stats.first_infeasible;
@@ -162,19 +169,9 @@ TEST(ExtractBestFirst, AnMmaSyncDotsOperandsAreCheckedAgainstTheRegisters) {
   (input x f16 [m k]) (input w f16 [k n])
   (output y [m n] (matmul k x w))))";
   Saturated s(text, "gemv.eqf");
-  auto run = [&](ExtractOrder order, ExtractStats* stats) {
-    ExtractOptions o;
-    o.order = order;
-    o.cost = &h200();
-    ExtractResult r = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
-    *stats = r.stats;
-    std::set<uint64_t> keys;
-    for (const Candidate& c : r.candidates) keys.insert(canonical_hash(c.program));
-    return keys;
-  };
   ExtractStats best_stats, bfs_stats;
-  std::set<uint64_t> best = run(ExtractOrder::BestFirst, &best_stats);
-  std::set<uint64_t> bfs = run(ExtractOrder::BreadthFirst, &bfs_stats);
+  std::set<uint64_t> best = candidate_keys(s, ExtractOrder::BestFirst, &best_stats);
+  std::set<uint64_t> bfs = candidate_keys(s, ExtractOrder::BreadthFirst, &bfs_stats);
   EXPECT_FALSE(best.empty());
   EXPECT_EQ(best, bfs);
   EXPECT_NE(bfs_stats.first_infeasible.find("registers"), std::string::npos) << bfs_stats.first_infeasible;
