@@ -372,8 +372,8 @@ bool RhsBuilder::compile(const Pattern& rhs) {
   return true;
 }
 
-void RhsBuilder::lookup_batch(const EGraph& g, const Rewrite& rule, const uint32_t* substs, size_t count,
-                              bool canonical) {
+template <bool kCanonical>
+void RhsBuilder::lookup_batch(const EGraph& g, const Rewrite& rule, const uint32_t* substs, size_t count) {
   const size_t words = size_t(rule.lhs.subst_words());
   compiled_ = compile(*rule.rhs);
   if (!compiled_) {  // wide tuples: the general path
@@ -390,7 +390,7 @@ void RhsBuilder::lookup_batch(const EGraph& g, const Rewrite& rule, const uint32
     if (st.var_word != Step::kNoVar) {
       for (size_t b = 0; b < count; ++b) {
         EClassId c(substs[b * words + st.var_word]);
-        cls[b * n + i] = canonical ? c : g.find(c);
+        cls[b * n + i] = kCanonical ? c : g.find(c);
       }
       continue;
     }
@@ -449,7 +449,7 @@ void RhsBuilder::lookup_batch(const EGraph& g, const Rewrite& rule, const uint32
 size_t RhsBuilder::drop_applied(const EGraph& g, const Rewrite& rule, uint32_t* substs, size_t count) {
   const size_t words = size_t(rule.lhs.subst_words());
   const size_t n = rule.rhs->nodes().size();
-  lookup_batch(g, rule, substs, count, true);
+  lookup_batch<true>(g, rule, substs, count);
   size_t kept = 0;
   for (size_t b = 0; b < count; ++b) {
     if (found_[b] && batch_cls_[b * n + n - 1].v == substs[b * words]) continue;
@@ -499,7 +499,7 @@ void RhsBuilder::apply_batch(EGraph& g, const Rewrite& rule, const uint32_t* sub
   const Pattern& rhs = *rule.rhs;
   const size_t words = size_t(rule.lhs.subst_words());
   const size_t n = rhs.nodes().size();
-  lookup_batch(g, rule, substs, count, false);
+  lookup_batch<false>(g, rule, substs, count);
   prefetch_changes(g, rule, substs, count);
   for (size_t b = 0; b < count; ++b) {
     ApplyResult& result = results[b] = ApplyResult{};

@@ -84,7 +84,8 @@ class CollectSink final : public MatchSink {
     }
     r_.matches.append(subst, subst + words_);
     if (filter_ && ++unfiltered_ == RhsBuilder::kFilterBatch) flush();
-    if (held_bytes(r_.matches, true) > match_bytes_) {
+    // Without a cap (SIZE_MAX) there is nothing to check per match.
+    if (match_bytes_ != SIZE_MAX && held_bytes(r_.matches, true) > match_bytes_) {
       over_budget_ = true;
       return false;
     }

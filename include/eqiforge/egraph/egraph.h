@@ -528,15 +528,19 @@ inline EClassId EGraph::memo_find_inline(uint32_t want_hash, uint32_t want_op, u
     const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line + 1));
     const __m128i s2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line + 2));
     const __m128i s3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(line + 3));
-    // Per slot, whether all four words agree (id bits masked off): packed
-    // to one byte per slot, then one bit per slot.
+    // Per word, whether it agrees (id bits masked off), narrowed to one
+    // byte per word (packs keep 0 and -1) and read as one 16-bit mask, four
+    // bits per slot: a slot holds the key where its four bits are set. One
+    // movemask and a few shifts, where a movemask, compare and shift per
+    // slot took twice the instructions (this runs ~55 M times at AC n = 12).
     const __m128i e0 = _mm_cmpeq_epi32(_mm_and_si128(s0, keep), key);
     const __m128i e1 = _mm_cmpeq_epi32(_mm_and_si128(s1, keep), key);
     const __m128i e2 = _mm_cmpeq_epi32(_mm_and_si128(s2, keep), key);
     const __m128i e3 = _mm_cmpeq_epi32(_mm_and_si128(s3, keep), key);
-    const uint32_t hit = (_mm_movemask_epi8(e0) == 0xffff) | (_mm_movemask_epi8(e1) == 0xffff) << 1 |
-                         (_mm_movemask_epi8(e2) == 0xffff) << 2 | (_mm_movemask_epi8(e3) == 0xffff) << 3;
-    if (hit) return EClassId((line[__builtin_ctz(hit)].id_op & id_mask) - 1);
+    const uint32_t m =
+        uint32_t(_mm_movemask_epi8(_mm_packs_epi16(_mm_packs_epi32(e0, e1), _mm_packs_epi32(e2, e3))));
+    const uint32_t hit = m & (m >> 1) & (m >> 2) & (m >> 3) & 0x1111u;  // bit 4k: slot k
+    if (hit) return EClassId((line[__builtin_ctz(hit) >> 2].id_op & id_mask) - 1);
     if (line[0].id_op == 0 || line[1].id_op == 0 || line[2].id_op == 0 || line[3].id_op == 0) return EClassId();
   }
 #else

@@ -156,9 +156,10 @@ class RhsBuilder {
   // Looks each match's right-side nodes up, level by level across the batch
   // (each hash slot prefetched before the probes); found_[b] tells whether
   // every node of match b exists, and batch_cls_[b * nodes + i] holds node
-  // i's class. `canonical`: the substitutions need no find().
-  void lookup_batch(const EGraph& g, const Rewrite& rule, const uint32_t* substs, size_t count,
-                    bool canonical);
+  // i's class. kCanonical: the substitutions need no find() (the search's
+  // filter); a template parameter, so that copy has no branch per word.
+  template <bool kCanonical>
+  void lookup_batch(const EGraph& g, const Rewrite& rule, const uint32_t* substs, size_t count);
 
   // The right pattern as lookup_batch runs it: per node (children first)
   // either the substitution word of its variable, or its op, literal
