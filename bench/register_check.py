@@ -25,40 +25,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import spills  # noqa: E402
+from eqiforge.check import emit, extract, load_module  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SLOW_SPILL = 2048  # bytes per thread
-
-
-def run(cmd):
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"{' '.join(cmd)}:\n{done.stderr}")
-    return done.stdout
-
-
-def candidates(opt, path, top):
-    """The program texts of the `top` best candidates of a high-level program."""
-    out = run([opt, "extract", path, "--top", str(top), "--programs"])
-    programs, cur = [], None
-    for line in out.splitlines():
-        if line.startswith("(program"):
-            cur = [line]
-        elif cur is not None and (not line.strip() or line.startswith("#")):
-            programs.append("\n".join(cur))
-            cur = None
-        elif cur is not None:
-            cur.append(line)
-    if cur:
-        programs.append("\n".join(cur))
-    return programs
 
 
 def estimate(opt, path, blocks):
     cmd = [opt, "estimate", path, "--json"]
     for axis, b in blocks.items():
         cmd += ["--block", f"{axis}={b}"]
-    return json.loads(run(cmd))
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(cmd)}:\n{done.stderr}")
+    return json.loads(done.stdout)
 
 
 def choices(best, block_params, given):
@@ -74,24 +54,23 @@ def choices(best, block_params, given):
 
 
 def check(opt, path, given, rows):
+    """The rows of one tiled program's kernels at each block choice."""
     best = estimate(opt, path, {})["block_sizes"]
-    with tempfile.TemporaryDirectory() as d:
-        module_path = os.path.join(d, "module.py")
-        run([opt, "emit", path, "-o", module_path])
-        block_params = spills.load(module_path).BLOCK_PARAMS
-        for blocks in choices(best, block_params, given):
-            est = estimate(opt, path, {**best, **blocks})
-            params = {block_params[a]: b for a, b in blocks.items()}
-            for fn, _grid, args, kwargs in spills.launches(spills.load(module_path), params):
-                regs, stores, _ = spills.ptxas_report(fn, args, dict(kwargs, num_warps=4), 90)
-                kernel = next(k for k in est["kernels"] if fn.__name__.endswith(k["name"]))
-                row = {"program": path, "blocks": blocks, "kernel": fn.__name__, "ptxas_registers": regs,
-                       "spill_stores": stores, "model_register_bytes": kernel["register_bytes"],
-                       "model_over": f"{kernel['name']}: registers" in est.get("why_infeasible", "")}
-                rows.append(row)
-                print(f"{Path(path).name:24s} {fn.__name__[:24]:24s} {json.dumps(blocks):48s} "
-                      f"ptxas {regs:3d} regs, spills {stores:6d} B | model {kernel['register_bytes'] / 1024:6.0f} KiB"
-                      f"{'  over' if row['model_over'] else ''}", flush=True)
+    source = emit(Path(path).read_text(), source=path)
+    block_params = load_module(source, "register_check_module").BLOCK_PARAMS
+    for blocks in choices(best, block_params, given):
+        est = estimate(opt, path, {**best, **blocks})
+        params = {block_params[a]: b for a, b in blocks.items()}
+        for fn, _grid, args, kwargs in spills.launches(load_module(source, "register_check_module"), params):
+            regs, stores, _ = spills.ptxas_report(fn, args, dict(kwargs, num_warps=4), 90)
+            kernel = next(k for k in est["kernels"] if fn.__name__.endswith(k["name"]))
+            row = {"program": path, "blocks": blocks, "kernel": fn.__name__, "ptxas_registers": regs,
+                   "spill_stores": stores, "model_register_bytes": kernel["register_bytes"],
+                   "model_over": f"{kernel['name']}: registers" in est.get("why_infeasible", "")}
+            rows.append(row)
+            print(f"{Path(path).name:24s} {fn.__name__[:24]:24s} {json.dumps(blocks):48s} "
+                  f"ptxas {regs:3d} regs, spills {stores:6d} B | model {kernel['register_bytes'] / 1024:6.0f} KiB"
+                  f"{'  over' if row['model_over'] else ''}", flush=True)
 
 
 def summary(rows):
@@ -112,13 +91,14 @@ def main(argv=None):
     ap.add_argument("--out", help="write the rows here (JSON lines)")
     a = ap.parse_args(argv)
     given = [{k: int(v) for k, v in (kv.split("=") for kv in g.split(","))} for g in a.blocks]
+    os.environ["EQIFORGE_OPT"] = a.opt  # the executable eqiforge.check's extract and emit run
     rows = []
     with tempfile.TemporaryDirectory() as d:
         for path in a.programs:
             if a.top:
-                for i, text in enumerate(candidates(a.opt, path, a.top)):
-                    cand = os.path.join(d, f"{Path(path).stem}_c{i + 1}.eqf")
-                    Path(cand).write_text(text + "\n")
+                for c in extract(Path(path).read_text(), a.top, source=path):
+                    cand = os.path.join(d, f"{Path(path).stem}_c{c.rank}.eqf")
+                    Path(cand).write_text(c.program + "\n")
                     check(a.opt, cand, given, rows)
             else:
                 check(a.opt, path, given, rows)

@@ -234,10 +234,10 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, 
     live = std::max(live, 4 * m * n);
     // A dot on fewer rows than a warp-group MMA takes runs as mma.sync,
     // which reads both operand tiles from registers: they are live together
-    // with the product. ptxas (bench/spills.py, bench/results/
-    // registers-2026-12-06.md): a [1024, 64] fp16 weight tile into such a
-    // dot spills ~10 KB per thread at 4 warps, where the tiles the other
-    // terms count fit.
+    // with the product. ptxas (bench/register_check.py, bench/results/
+    // h100-2026-12-06-registers): a whole [2048, 16] weight tile into such a
+    // dot on 16 rows (mHC's connection) spills at 4 warps, where the tiles
+    // the other terms count fit.
     if (m < t.warp_group_rows) live = std::max(live, (m * kk + kk * n) * (d.tensor_cores ? 2 : 4) + 4 * m * n);
     e.max_tile = std::max(e.max_tile, std::max(m * n, std::max(m * kk, kk * n)));
   }

@@ -137,8 +137,12 @@ double CostGuide::min_extent(const TensorType& t, Symbol d, double block_floor) 
   // constexprs); extent 1 is squeezed.
   double e = extent(d);
   if (unit || e == 1) return 1;
-  if (block_floor > 1) return blocked ? block_floor : std::max(block_floor, std::exp2(std::ceil(std::log2(e))));
+  if (block_floor > 1) return blocked ? block_floor : dot_extent(d, block_floor);
   return blocked ? std::min(block_floor, e) : e;
+}
+
+double CostGuide::dot_extent(Symbol d, double block_floor) const {
+  return std::max(block_floor, std::exp2(std::ceil(std::log2(extent(d)))));
 }
 
 double CostGuide::min_elements(const TensorType& t, double block_floor) const {
@@ -270,7 +274,7 @@ bool CostGuide::dot_operands_fit(const Option& o) const {
     if (d == k) continue;
     double least = min_extent(a, d, floor);
     rows *= least;
-    most_rows *= least == 1 ? 1 : std::max(floor, std::exp2(std::ceil(std::log2(extent(d)))));
+    most_rows *= least == 1 ? 1 : dot_extent(d, floor);  // the whole dim in one block
   }
   for (Symbol d : b.dims)
     if (d != k && !a.has_dim(d)) cols *= min_extent(b, d, floor);

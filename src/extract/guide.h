@@ -148,6 +148,7 @@ class CostGuide {
   // 1 is a dot's: every dim, whole ones too, padded to a power of two of at
   // least the floor, as the emitter pads tl.dot's tiles.
   double min_extent(const TensorType& t, Symbol d, double block_floor) const;  // one dim of min_elements
+  double dot_extent(Symbol d, double block_floor) const;  // a whole dim in a dot's tile: its padded extent
   double min_elements(const TensorType& t, double block_floor = 1) const;
   // Whether t's tile fits `budget` bytes for some block sizes.
   bool fits(const TensorType& t, double element_bytes, int64_t budget, double block_floor = 1) const;
