@@ -271,30 +271,57 @@ std::optional<LoopMask> find_loop_mask(const Program& p, const Kernel& k, int lo
 namespace {
 
 // The reduction that merges a collect's states: that of the reduces over
-// its dim c_p that read it (through partition/replicate chains); nullptr
-// when there is none, two differ, or anything else reads the states (an
-// empty state's exp-sums are garbage that only such a merge ignores).
+// its dim c_p that read it (through partition/replicate chains), whole or
+// as a tuple whose component i is (a chain over) the buffer's component i;
+// nullptr when there is none, two differ, or anything else reads the states
+// (an empty state's exp-sums are garbage that only such a merge ignores).
 const Reduction* collect_merge(const Program& p, NodeId collect) {
   const Symbol c = attr_axis(p.node(collect).attrs, 0).collected_dim();
   auto chain = [&](NodeId x) {
     while (p.node(x).op == Op::Partition || p.node(x).op == Op::Replicate) x = p.children(x)[0];
     return x;
   };
+  // The buffer component x reads: -1 for the whole buffer, -2 for none.
+  auto component = [&](NodeId x) {
+    x = chain(x);
+    if (x == collect) return -1;
+    if (p.node(x).op == Op::Proj && p.children(x)[0] == collect) return int(p.node(x).attrs[0]);
+    return -2;
+  };
   for (const OutputDecl& o : p.outputs())
-    if (chain(o.value) == collect) return nullptr;
+    if (component(o.value) != -2) return nullptr;
   const Reduction* found = nullptr;
+  auto merged_by = [&](const Node& node) {
+    if (node.op != Op::Reduce || attr_sym(node.attrs, 0) != c) return false;
+    const Reduction& r = attr_red(node.attrs, 1).get();
+    if (found && !(*found == r)) return false;
+    found = &r;
+    return true;
+  };
+  std::vector<uint32_t> tuples;  // tuples of components: each must be merged
   for (uint32_t i = 0; i < p.size(); ++i) {
-    const NodeId n{i};
-    const Node& node = p.node(n);
+    const Node& node = p.node(NodeId{i});
     if (node.op == Op::Partition || node.op == Op::Replicate) continue;  // links of a chain
-    for (NodeId ch : p.children(n)) {
-      if (chain(ch) != collect) continue;
-      if (node.op != Op::Reduce || attr_sym(node.attrs, 0) != c) return nullptr;
-      const Reduction& r = attr_red(node.attrs, 1).get();
-      if (found && !(*found == r)) return nullptr;
-      found = &r;
+    std::span<const NodeId> kids = p.children(NodeId{i});
+    for (size_t j = 0; j < kids.size(); ++j) {
+      int k = component(kids[j]);
+      if (k == -2) continue;
+      if (k == -1) {
+        if (node.op == Op::Proj) continue;  // a component, checked where it is read
+        if (!merged_by(node)) return nullptr;
+        continue;
+      }
+      if (node.op != Op::Tuple || size_t(k) != j) return nullptr;
+      if (tuples.empty() || tuples.back() != i) tuples.push_back(i);
     }
   }
+  for (uint32_t i = 0; i < p.size(); ++i) {
+    const Node& node = p.node(NodeId{i});
+    for (NodeId ch : p.children(NodeId{i}))
+      if (std::binary_search(tuples.begin(), tuples.end(), ch.v) && !merged_by(node)) return nullptr;
+  }
+  for (const OutputDecl& o : p.outputs())
+    if (std::binary_search(tuples.begin(), tuples.end(), o.value.v)) return nullptr;
   return found;
 }
 

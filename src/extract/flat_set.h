@@ -84,6 +84,14 @@ class StampedSet {
       if (s.value == v) return false;
     }
   }
+  bool contains(uint64_t v) const {
+    if (slots_.empty()) return false;
+    for (size_t i = slot_of(v);; i = (i + 1) & (slots_.size() - 1)) {
+      const Slot& s = slots_[i];
+      if (s.stamp != stamp_) return false;
+      if (s.value == v) return true;
+    }
+  }
 
  private:
   struct Slot {

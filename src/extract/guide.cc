@@ -606,15 +606,36 @@ void CostGuide::analyze() {
   }
 }
 
+double CostGuide::joined_price(const PartialProgram& s, const Hole& h) {
+  EClassId c(h.cls);
+  std::span<const Option> options = table_.options(c);
+  double best = kInf;
+  for (uint32_t i = 0; i < options.size(); ++i) {
+    const Option& o = options[i];
+    if (o.children.empty() || o.kernel_root || !table_.viable(c, o, h.req)) continue;
+    const uint32_t scope = scope_below(c, o, h.scope);
+    bool joined = std::all_of(o.children.begin(), o.children.end(), [&](EClassId k) {
+      const Filled* f = s.find(k.v);
+      return (f && f->scope == scope) || holes_.contains((uint64_t(k.v) << 32) | scope);
+    });
+    if (joined) best = std::min(best, filling_weight(h.weight, o) * price(c, i));
+  }
+  return best;
+}
+
 double CostGuide::remaining(const PartialProgram& s) {
   stack_.clear();
+  holes_.clear();
   for (const Hole& h : s.holes) {
     const std::vector<uint32_t>* grid = kernel_grid(table_, s, h.kernel);
     stack_.push_back(Pending{h, grid, grid ? axis_bits(*grid) : 0});
+    holes_.insert((uint64_t(h.cls) << 32) | h.scope);
   }
+  const size_t holes = stack_.size();
   seen_.clear();
   double total = 0;
   while (!stack_.empty()) {
+    const bool is_hole = stack_.size() <= holes;
     auto [h, grid, grid_bits] = stack_.back();
     stack_.pop_back();
     if (!seen_.insert((uint64_t(h.cls) << 32) | h.scope)) continue;
@@ -623,6 +644,17 @@ double CostGuide::remaining(const PartialProgram& s) {
     EClassId c(h.cls);
     const Go* go = cheapest(c, h.req, h.weight, context(c, grid_bits));
     if (!go) return kInf;
+    // A hole that one filling joins to the rest of the program (both
+    // components of flash-decoding's merge read one reduce, which is
+    // another hole) costs that filling, where its cheapest subprogram on its
+    // own would count a second kernel the program does not need.
+    if (is_hole && holes > 1) {
+      double joined = joined_price(s, h);
+      if (joined < go->at(h.weight)) {
+        total += joined;
+        continue;
+      }
+    }
     const uint32_t best = go->option;
     const Option& o = table_.options(c)[best];
     double used = filling_weight(h.weight, o);

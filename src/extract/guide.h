@@ -257,8 +257,13 @@ class CostGuide {
     const std::vector<uint32_t>* grid;  // its kernel's grid axes (null above every kernel)
     uint64_t grid_bits;  // axis_bits of the filled kernel's grid; 0 above it and below a kernel root chosen here
   };
+  // A hole's price when some filling of it reads only classes the partial
+  // program already has (filled, or holes paid for on their own): that
+  // filling alone. kInf when there is none.
+  double joined_price(const PartialProgram& s, const Hole& h);
   std::vector<Pending> stack_;               // remaining()'s scratch
   StampedSet seen_;
+  StampedSet holes_;  // remaining()'s holes, (class << 32) | scope
 };
 
 }  // namespace eqf::extract

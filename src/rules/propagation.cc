@@ -19,30 +19,11 @@ namespace {
 // partition(p, d, proj(i, preduce(q, R, T))) or replicate(p, ...) where T's
 // class holds tuple nodes: the components follow onto p.
 void tuple_preduce_rule(Table& t, bool partition) {
-  std::string head = partition ? "(partition ?p ?d" : "(replicate ?p";
   std::string name = partition ? "partition-proj-preduce" : "replicate-proj-preduce";
-  t.computed(
-      name, head + " (proj ?i (preduce ?q ?r ?t)))",
-      std::string(partition ? "partition" : "replicate") + " each component of the tuple the preduce reduces",
-      [partition](RuleCtx& c) {
-        const EGraph& g = c.egraph();
-        Axis p = c.axis("?p");
-        Symbol d = partition ? c.dim("?d") : Symbol();
-        Attrs proj = c.attr("?i");
-        Attrs pre = {c.attr("?q")[0], c.attr("?r")[0], 0};
-        for (ENodeId n : g.nodes(c.match.cls("?t"))) {
-          if (g.op(n) != Op::Tuple) continue;
-          std::vector<Ref> comps;
-          for (EClassId k : g.children(n)) {
-            Ref x = c.b.cls(k);
-            comps.push_back(partition ? follow_partition(c.b, x, p, d) : follow_replicate(c.b, x, p));
-          }
-          Ref tuple = c.b.add(Op::Tuple, attrs_none(), comps);
-          Ref red = c.b.add(Op::PReduce, pre, {tuple});
-          c.equal(c.root, c.b.add(Op::Proj, proj, {red}));
-        }
-      },
-      "", /*pure=*/false);  // reads the tuple nodes of ?t's class
+  t.computed(name, tuple_reduction_pattern(Op::PReduce, partition),
+             std::string(partition ? "partition" : "replicate") + " each component of the tuple the preduce reduces",
+             [partition](RuleCtx& c) { follow_into_tuple_reduction(c, Op::PReduce, partition); }, "",
+             /*pure=*/false);  // reads the tuple nodes of ?t's class
 }
 
 }  // namespace

@@ -223,6 +223,14 @@ inline Attrs dim_attrs(Symbol d) { return {d.raw(), 0, 0}; }
 // literal: how an operand follows its result onto a new axis.
 Ref follow_partition(TermBuilder& b, Ref x, Axis p, Symbol d);
 Ref follow_replicate(TermBuilder& b, Ref x, Axis p);
+// "(partition ?p ?d (proj ?i (R ?q ?r ?t)))" (or replicate ?p) for R a
+// preduce or a reduce, and its applier: for each tuple node in ?t's class,
+// the same reduction of the tuple of its components followed onto ?p; with
+// collect_components, also for a collect node of tuples in ?t's class, the
+// tuple of its projections. Returns the reductions it made.
+std::string tuple_reduction_pattern(Op reduction, bool partition);
+std::vector<Ref> follow_into_tuple_reduction(RuleCtx& c, Op reduction, bool partition,
+                                             bool collect_components = false);
 // The attribute slot of an op's attribute `index` (F64 takes two).
 int attr_slot_of(Op op, int index);
 // "(op ?a0 ?a1 ?x0 ?x1)": an op applied to fresh variables, for the rules

@@ -114,6 +114,41 @@ Ref follow_replicate(TermBuilder& b, Ref x, Axis p) {
   return b.add(Op::Replicate, axis_attrs(p), {x});
 }
 
+std::string tuple_reduction_pattern(Op reduction, bool partition) {
+  std::string head = partition ? "(partition ?p ?d" : "(replicate ?p";
+  return head + " (proj ?i (" + std::string(op_info(reduction).name) + " ?q ?r ?t)))";
+}
+
+std::vector<Ref> follow_into_tuple_reduction(RuleCtx& c, Op reduction, bool partition, bool collect_components) {
+  const EGraph& g = c.egraph();
+  Axis p = c.axis("?p");
+  Symbol d = partition ? c.dim("?d") : Symbol();
+  Attrs proj = c.attr("?i");
+  Attrs red = {c.attr("?q")[0], c.attr("?r")[0], 0};
+  const EClassId t = c.match.cls("?t");
+  auto follow = [&](Ref x) { return partition ? follow_partition(c.b, x, p, d) : follow_replicate(c.b, x, p); };
+  std::vector<Ref> comps, made;
+  bool collected = false;
+  for (ENodeId n : g.nodes(t)) {
+    comps.clear();
+    if (g.op(n) == Op::Tuple) {
+      for (EClassId k : g.children(n)) comps.push_back(follow(c.b.cls(k)));
+    } else if (collect_components && g.op(n) == Op::Collect && !collected) {
+      // The buffer's components, each read as its own load (the same for
+      // every collect node of the class).
+      collected = true;
+      const size_t parts = g.type(t).get().parts.size();
+      for (size_t k = 0; k < parts; ++k) comps.push_back(follow(c.b.add(Op::Proj, {uint32_t(k), 0, 0}, {c.b.cls(t)})));
+    } else {
+      continue;
+    }
+    Ref r = c.b.add(reduction, red, {c.b.add(Op::Tuple, attrs_none(), comps)});
+    c.equal(c.root, c.b.add(Op::Proj, proj, {r}));
+    made.push_back(r);
+  }
+  return made;
+}
+
 int attr_slot_of(Op op, int index) {
   const OpInfo& info = op_info(op);
   int slot = 0;

@@ -344,6 +344,44 @@ TEST(ExtractBestFirst, DecodeFindsFlashDecoding) {
   EXPECT_TRUE(compare_programs(s.u.naive, flash_decoding->program, 11, 1).equivalent());
 }
 
+// Sliding-window grouped-query decode attention (the layer's subgraph as
+// the front end writes it): 8 key/value heads of 4 query heads, 16384
+// cached keys of which the last 4096 are live. Flash-decoding's merge can
+// split the value dim f on its own grid (f is in the P.V state, not in the
+// max and the sum), so it runs on many programs while the key blocks'
+// kernel keeps each program's four query heads together (one read of the
+// keys and values). Best-first reaches that form only because a hole that
+// one filling joins to another hole is priced as that filling: the merge's
+// two components (P.V split, the sum replicated) read one reduce, and priced
+// apart they counted the key blocks' kernel twice. The key blocks' kernel
+// still skips the masked-out blocks, the merge reading the buffer's
+// components one by one.
+TEST(ExtractBestFirst, SlidingWindowDecodeSplitsTheMergeOnTheValueDim) {
+  const std::string text = R"(
+(program sliding_window_attention
+  (dims (h 8) (t 16384) (e 128) (f 128) (h1 4))
+  (input q f16 [h h1 e])
+  (input k_cache f16 [h t e])
+  (input v_cache f16 [h t f])
+  (let scores (div (matmul e q k_cache) 11.313708498984761))
+  (let masked (where (lt (iota t) 12288) -inf scores))
+  (let m (max t masked))
+  (let p (exp (sub masked m)))
+  (output o [h h1 f] (matmul t (div p (sum t p)) v_cache))))";
+  Saturated s(text, "sliding_window_attention.eqf");
+  ExtractResult r = best_first(s, 256);
+  const Candidate* split = nullptr;
+  for (size_t i = 0; i < r.candidates.size() && i < 16 && !split; ++i) {
+    const Candidate& c = r.candidates[i];
+    if (c.lowered.kernels.size() != 2 || !c.estimate) continue;
+    std::set<std::string> merge;
+    for (Axis a : c.lowered.kernels[1].grid) merge.insert(a.name());
+    if (merge.count("f.0") && merge.count("h.0") && c.estimate->kernels[0].masked) split = &c;
+  }
+  ASSERT_NE(split, nullptr);
+  EXPECT_TRUE(compare_programs(s.u.naive, split->program, 13, 1).equivalent());
+}
+
 // The frontier of partial programs is bounded by a memory limit as the
 // e-graph is: the search stops with the limit named, having counted at
 // most a little past it (the check runs every 64 expansions).
