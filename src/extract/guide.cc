@@ -606,17 +606,26 @@ void CostGuide::analyze() {
   }
 }
 
+// A hole's class, scope and requirement as one key (a collision only
+// misprices a partial program: the guide orders the search, the cost model
+// ranks what it finds).
+static uint64_t hole_key(uint32_t cls, uint32_t scope, uint8_t req) {
+  return ((uint64_t(cls) << 32) | scope) * 0x9E3779B97F4A7C15ull + req;
+}
+
 double CostGuide::joined_price(const PartialProgram& s, const Hole& h) {
   EClassId c(h.cls);
   std::span<const Option> options = table_.options(c);
   double best = kInf;
   for (uint32_t i = 0; i < options.size(); ++i) {
     const Option& o = options[i];
-    if (o.children.empty() || o.kernel_root || !table_.viable(c, o, h.req)) continue;
+    if (o.kind != Option::Kind::Node || o.children.empty() || o.kernel_root || !table_.viable(c, o, h.req))
+      continue;
     const uint32_t scope = scope_below(c, o, h.scope);
+    const uint8_t req = table_.child_req(o, h.req);
     bool joined = std::all_of(o.children.begin(), o.children.end(), [&](EClassId k) {
       const Filled* f = s.find(k.v);
-      return (f && f->scope == scope) || holes_.contains((uint64_t(k.v) << 32) | scope);
+      return (f && f->scope == scope && f->req == req) || holes_.contains(hole_key(k.v, scope, req));
     });
     if (joined) best = std::min(best, filling_weight(h.weight, o) * price(c, i));
   }
@@ -629,7 +638,7 @@ double CostGuide::remaining(const PartialProgram& s) {
   for (const Hole& h : s.holes) {
     const std::vector<uint32_t>* grid = kernel_grid(table_, s, h.kernel);
     stack_.push_back(Pending{h, grid, grid ? axis_bits(*grid) : 0});
-    holes_.insert((uint64_t(h.cls) << 32) | h.scope);
+    holes_.insert(hole_key(h.cls, h.scope, h.req));
   }
   const size_t holes = stack_.size();
   seen_.clear();
@@ -648,7 +657,7 @@ double CostGuide::remaining(const PartialProgram& s) {
     // components of flash-decoding's merge read one reduce, which is
     // another hole) costs that filling, where its cheapest subprogram on its
     // own would count a second kernel the program does not need.
-    if (is_hole && holes > 1) {
+    if (kernel_weight_ == KernelWeight::Own && is_hole && holes > 1) {
       double joined = joined_price(s, h);
       if (joined < go->at(h.weight)) {
         total += joined;

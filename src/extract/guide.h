@@ -65,6 +65,13 @@ namespace eqf::extract {
 //            part, and a computed tile past the registers at nominal blocks
 //            is charged for the re-reads that the smaller blocks it forces
 //            will cost.
+// With kernels at their own weight, a hole that one filling joins to the
+// rest of the partial program (its children filled or holes already) is
+// priced as that filling alone, where its cheapest subprogram on its own
+// would count a kernel the program does not need (flash-decoding's merge
+// split on the value dim: the normalizer and the weighted values are two
+// projections of one merge, which priced apart counted the key blocks'
+// kernel twice and kept the form out of reach).
 enum class GuidePricing : uint8_t { Tree, Shared };
 
 // How a kernel below a use at weight w (computed w times per program run:
@@ -263,7 +270,7 @@ class CostGuide {
   double joined_price(const PartialProgram& s, const Hole& h);
   std::vector<Pending> stack_;               // remaining()'s scratch
   StampedSet seen_;
-  StampedSet holes_;  // remaining()'s holes, (class << 32) | scope
+  StampedSet holes_;  // remaining()'s holes (hole_key)
 };
 
 }  // namespace eqf::extract

@@ -3,6 +3,7 @@
 // equal to the input program, and it is deterministic.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "eqiforge/cost/cost_model.h"
@@ -255,6 +256,33 @@ TEST(ExtractBestFirst, ADotsWholeDimsArePaddedInTheGuide) {
 // candidate has, since lowering fixes tile_matmul's batch axes to 1 -- and
 // the fused kernel's partial programs stayed behind hundreds of three-pass
 // ones.
+// The candidates the tuner measures: the k best, at most two of one shape
+// (the same kernels' grids and loops at the same block sizes) while others
+// remain, as the runtime picks them (python/eqiforge/runtime/search.py,
+// diverse_top): equally priced copies of one structure would crowd the rest
+// out.
+std::vector<const Candidate*> tuner_candidates(const ExtractResult& r, size_t k) {
+  std::map<std::string, int> per_shape;
+  std::vector<const Candidate*> taken, left;
+  for (const Candidate& c : r.candidates) {
+    std::string shape;
+    for (const Kernel& kern : c.lowered.kernels) {
+      for (Axis a : kern.grid) shape += a.name() + ",";
+      shape += "|";
+      for (const Loop& l : kern.loops) shape += l.axis.name() + ",";
+      shape += ";";
+    }
+    if (c.estimate)
+      for (const auto& [axis, b] : c.estimate->blocks) shape += axis.name() + "=" + std::to_string(b) + ",";
+    if (taken.size() < k && per_shape[shape]++ < 2)
+      taken.push_back(&c);
+    else
+      left.push_back(&c);
+  }
+  for (size_t i = 0; taken.size() < k && i < left.size(); ++i) taken.push_back(left[i]);
+  return taken;
+}
+
 void expect_rolling_softmax_first(const std::string& text, const std::set<std::string>& flash_grid,
                                   bool best_is_flash = false) {
   Saturated s(text, "attention_prefill.eqf");
@@ -268,8 +296,8 @@ void expect_rolling_softmax_first(const std::string& text, const std::set<std::s
   // FlashAttention proper -- a program per (head, query block), the output
   // rows whole -- is among the candidates the tuner measures.
   bool flash = false;
-  for (size_t i = 0; i < r.candidates.size() && i < 16; ++i) {
-    const LoweredProgram& lp = r.candidates[i].lowered;
+  for (const Candidate* c : tuner_candidates(r, 16)) {
+    const LoweredProgram& lp = c->lowered;
     if (lp.kernels.size() != 1 || lp.kernels[0].loops.size() != 1) continue;
     std::set<std::string> grid;
     for (Axis a : lp.kernels[0].grid) grid.insert(a.name());
@@ -371,12 +399,11 @@ TEST(ExtractBestFirst, SlidingWindowDecodeSplitsTheMergeOnTheValueDim) {
   Saturated s(text, "sliding_window_attention.eqf");
   ExtractResult r = best_first(s, 256);
   const Candidate* split = nullptr;
-  for (size_t i = 0; i < r.candidates.size() && i < 16 && !split; ++i) {
-    const Candidate& c = r.candidates[i];
-    if (c.lowered.kernels.size() != 2 || !c.estimate) continue;
+  for (const Candidate* c : tuner_candidates(r, 16)) {
+    if (split || c->lowered.kernels.size() != 2 || !c->estimate) continue;
     std::set<std::string> merge;
-    for (Axis a : c.lowered.kernels[1].grid) merge.insert(a.name());
-    if (merge.count("f.0") && merge.count("h.0") && c.estimate->kernels[0].masked) split = &c;
+    for (Axis a : c->lowered.kernels[1].grid) merge.insert(a.name());
+    if (merge.count("f.0") && merge.count("h.0") && c->estimate->kernels[0].masked) split = c;
   }
   ASSERT_NE(split, nullptr);
   EXPECT_TRUE(compare_programs(s.u.naive, split->program, 13, 1).equivalent());
