@@ -179,29 +179,37 @@ class Enumerator {
       // already exceed shared memory (`defer`), where the first met any;
       // the first keeps them in their order, since some workloads' best
       // candidates are the reuse twins of staged-out ones (ngpt's).
+      // The last pass also prices a hole that one filling joins to the
+      // rest of the program as that filling (guide.h): it reaches
+      // flash-decoding's merge split on the value dim, which the others
+      // price with the key blocks' kernel twice; as the only own-weight
+      // pass it lost other workloads' best candidates (rmsnorm_swiglu_ffn
+      // b8, b16), so it complements them.
       struct Pass {
         GuidePricing pricing;
         KernelWeight kernel_weight;
         bool defer;
+        bool joined;
       };
       constexpr Pass kPasses[] = {
-          {GuidePricing::Tree, KernelWeight::Inherited, false},
-          {GuidePricing::Tree, KernelWeight::Inherited, true},
-          {GuidePricing::Shared, KernelWeight::Inherited, false},
-          {GuidePricing::Shared, KernelWeight::Own, false},
+          {GuidePricing::Tree, KernelWeight::Inherited, false, false},
+          {GuidePricing::Tree, KernelWeight::Inherited, true, false},
+          {GuidePricing::Shared, KernelWeight::Inherited, false, false},
+          {GuidePricing::Shared, KernelWeight::Own, false, false},
+          {GuidePricing::Shared, KernelWeight::Own, false, true},
       };
-      for (auto [pricing, kernel_weight, defer] : kPasses) {
+      for (auto [pricing, kernel_weight, defer, joined] : kPasses) {
         // Deferring changes nothing where the first pass met no staged-out
         // partial program.
         if (defer && !met_staged_out_) continue;
-        // The pass with kernels at their own weight complements the others:
-        // it gets at most as many states as they took together (and a
-        // floor), so that it cannot dominate the search where its pricing
-        // reaches feasible candidates slowly.
+        // The passes with kernels at their own weight complement the
+        // others: each gets at most as many states as the passes before it
+        // took together (and a floor), so that it cannot dominate the
+        // search where its pricing reaches feasible candidates slowly.
         pass_states_ = kernel_weight == KernelWeight::Own
                            ? std::max<uint64_t>(out_.stats.states_expanded, kMinComplementStates)
                            : std::numeric_limits<uint64_t>::max();
-        guide_.emplace(g_, table_, opt_.cost->target(), pricing, kernel_weight);
+        guide_.emplace(g_, table_, opt_.cost->target(), pricing, kernel_weight, joined);
         filler_.set_guide(&*guide_);
         // The first pass only watches for a staged-out partial program (up
         // to the first), the deferring pass checks every one.

@@ -20,12 +20,13 @@ constexpr double kEpsilon = 1e-12;
 }  // namespace
 
 CostGuide::CostGuide(const EGraph& g, OptionTable& table, const Target& target, GuidePricing pricing,
-                     KernelWeight kernel_weight)
+                     KernelWeight kernel_weight, bool joined_holes)
     : g_(g),
       table_(table),
       target_(target),
       pricing_(pricing),
       kernel_weight_(kernel_weight),
+      joined_holes_(joined_holes && kernel_weight == KernelWeight::Own),
       tracks_(kernel_weight == KernelWeight::Own ? kTracks : 1) {
   for (ENodeId n : g_.nodes_with_op(Op::TileMatMul)) {
     std::span<const EClassId> kids = g_.children(n);
@@ -657,7 +658,7 @@ double CostGuide::remaining(const PartialProgram& s) {
     // components of flash-decoding's merge read one reduce, which is
     // another hole) costs that filling, where its cheapest subprogram on its
     // own would count a second kernel the program does not need.
-    if (kernel_weight_ == KernelWeight::Own && is_hole && holes > 1) {
+    if (joined_holes_ && is_hole && holes > 1) {
       double joined = joined_price(s, h);
       if (joined < go->at(h.weight)) {
         total += joined;

@@ -65,7 +65,7 @@ namespace eqf::extract {
 //            part, and a computed tile past the registers at nominal blocks
 //            is charged for the re-reads that the smaller blocks it forces
 //            will cost.
-// With kernels at their own weight, a hole that one filling joins to the
+// A pass with kernels at their own weight may also price a hole that one filling joins to the
 // rest of the partial program (its children filled or holes already) is
 // priced as that filling alone, where its cheapest subprogram on its own
 // would count a kernel the program does not need (flash-decoding's merge
@@ -87,8 +87,11 @@ enum class KernelWeight : uint8_t { Inherited, Own };
 
 class CostGuide {
  public:
+  // joined_holes: price a hole that one filling joins to the rest of the
+  // partial program as that filling (see the header comment; only with
+  // KernelWeight::Own).
   CostGuide(const EGraph& g, OptionTable& table, const Target& target, GuidePricing pricing,
-            KernelWeight kernel_weight);
+            KernelWeight kernel_weight, bool joined_holes = false);
 
   // The price of a partial program: what it spent plus its completion.
   double partial_price(const PartialProgram& s);
@@ -189,6 +192,7 @@ class CostGuide {
   const Target& target_;
   GuidePricing pricing_;
   KernelWeight kernel_weight_;
+  bool joined_holes_;
   size_t tracks_;  // of kTracks in use: inherited weights scale every price alike, one is enough
   std::set<Axis> unit_axes_;                 // batch axes of the e-graph's tile_matmuls
   std::vector<std::vector<double>> prices_;  // per class, per option; empty until asked

@@ -37,7 +37,11 @@ void storage_rules(Table& t) {
   // buffers). Only for a dim some component lacks (flash-decoding's value
   // dim, absent from the max and the sum): the writer could split it only
   // by computing the others again; a dim of every component it splits
-  // itself.
+  // itself. And only for states that repair one another (online softmax,
+  // Welford), which must be merged together: the components of independent
+  // reductions (split-K partial sums fused into one pass) each have a merge
+  // of their own to tile; there the rule added 50% e-nodes and dead ends
+  // that cost best-first rmsnorm_swiglu_ffn's best candidate.
   for (bool partition : {true, false})
     t.computed(std::string(partition ? "partition" : "replicate") + "-proj-merge",
                tuple_reduction_pattern(Op::Reduce, partition),
@@ -46,6 +50,10 @@ void storage_rules(Table& t) {
                [partition](RuleCtx& c) {
                  const EGraph& g = c.egraph();
                  if (!is_collected_dim(g, c.dim("?q"))) return;
+                 const Reduction& r = c.red("?r").get();
+                 if (std::none_of(r.components.begin(), r.components.end(),
+                                  [](const RedComponent& rc) { return rc.repair != Repair::None; }))
+                   return;
                  Symbol d = c.axis("?p").dim;
                  const Type& in = g.type(c.match.cls("?t")).get();
                  size_t with = size_t(std::count_if(in.parts.begin(), in.parts.end(),
@@ -58,7 +66,6 @@ void storage_rules(Table& t) {
                  // one that has it come out of the split merge replicated:
                  // one merge then serves both (flash-decoding's normalizer
                  // and weighted values), as one hole of extraction.
-                 const Reduction& r = c.red("?r").get();
                  Ref whole = c.b.add(Op::Reduce, {c.attr("?q")[0], c.attr("?r")[0], 0}, {c.b.cls(c.match.cls("?t"))});
                  for (size_t j = 0; j < in.parts.size(); ++j) {
                    if (reads_dim(r, in, j, c.dim("?d"))) continue;
