@@ -39,6 +39,7 @@
 // the cost model proper.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <set>
@@ -109,8 +110,14 @@ class CostGuide {
   // partial programs: it spares complete ones their estimate.
   double least_staging_bytes(const PartialProgram& s);
 
-  // Computes to_go for every pair the table's analysis reached.
-  void analyze();
+  // Computes to_go for every pair the table's analysis reached: rounds of
+  // a fixpoint until no price moves, or until the deadline (the prices of
+  // the last round then order the search).
+  void analyze(std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+  GuidePricing pricing() const { return pricing_; }
+  KernelWeight kernel_weight() const { return kernel_weight_; }
+  // The joined-hole pricing on or off (a pass that reuses this analysis).
+  void set_joined_holes(bool on) { joined_holes_ = on && kernel_weight_ == KernelWeight::Own; }
 
   // The price of filling class c with its option i (its children excluded).
   double price(EClassId c, uint32_t option);
