@@ -211,12 +211,10 @@ class Enumerator {
                            : std::numeric_limits<uint64_t>::max();
         // A pass that differs from the one before only in the joined-hole
         // pricing keeps its guide's analysis (seconds on large e-graphs).
-        if (guide_ && guide_->pricing() == pricing && guide_->kernel_weight() == kernel_weight) {
+        if (guide_ && guide_->pricing() == pricing && guide_->kernel_weight() == kernel_weight)
           guide_->set_joined_holes(joined);
-        } else {
+        else
           guide_.emplace(g_, table_, opt_.cost->target(), pricing, kernel_weight, joined);
-          guide_analyzed_ = false;
-        }
         filler_.set_guide(&*guide_);
         // The first pass only watches for a staged-out partial program (up
         // to the first), the deferring pass checks every one.
@@ -267,10 +265,13 @@ class Enumerator {
     ExtractStats& st = out_.stats;
     const uint64_t states_before = st.states_expanded;
     table_.analyze(roots_, kMaterial | kRoot);
-    if (guide_ && !guide_analyzed_) {
-      // Within the pass's time: the limit holds however large the e-graph.
-      guide_->analyze(start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_share_)));
-      guide_analyzed_ = true;
+    // Within the pass's time: the limit holds however large the e-graph
+    // (cut short, the search is ordered by unsettled prices: a time limit).
+    const Clock::time_point deadline =
+        start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_share_));
+    if (guide_ && !guide_->analyzed() && !guide_->analyze(deadline)) {
+      st.limit_hit = true;
+      st.limit = "time";
     }
     PartialProgram init;
     bool ok = true;
@@ -529,7 +530,6 @@ class Enumerator {
   OptionTable table_;
   Filler filler_;
   std::optional<CostGuide> guide_;  // best-first order only: the pass's pricing
-  bool guide_analyzed_ = false;     // guide_'s analysis is done (passes that differ only in joined pricing share it)
   static constexpr uint64_t kMinComplementStates = 20000;
   uint64_t pass_states_ = std::numeric_limits<uint64_t>::max();  // this pass's share of states
   std::unordered_set<uint64_t> found_;  // keys of the candidates of earlier passes

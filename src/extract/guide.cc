@@ -495,7 +495,8 @@ double CostGuide::to_go(EClassId c, uint8_t req, double weight, const std::vecto
   return g ? g->at(weight) : kInf;
 }
 
-void CostGuide::analyze(std::chrono::steady_clock::time_point deadline) {
+bool CostGuide::analyze(std::chrono::steady_clock::time_point deadline) {
+  analyzed_ = true;
   std::span<const std::pair<EClassId, uint8_t>> pairs = table_.reached();
   size_t classes = 0;
   for (auto [c, r] : pairs) classes = std::max<size_t>(classes, c.v + 1);
@@ -534,7 +535,7 @@ void CostGuide::analyze(std::chrono::steady_clock::time_point deadline) {
   };
   bool changed = true;
   for (int round = 0; changed && round < kMaxRounds; ++round) {
-    if (round > 0 && std::chrono::steady_clock::now() > deadline) break;
+    if (round > 0 && std::chrono::steady_clock::now() > deadline) return false;
     changed = false;
     // Backwards: the pairs in a context (found below the others) first.
     for (size_t i = pairs.size() + contexted_.size(); i-- > 0;) {
@@ -613,6 +614,7 @@ void CostGuide::analyze(std::chrono::steady_clock::time_point deadline) {
       }
     }
   }
+  return true;
 }
 
 // A hole's class, scope and requirement as one key (a collision only
@@ -647,13 +649,15 @@ double CostGuide::remaining(const PartialProgram& s) {
   for (const Hole& h : s.holes) {
     const std::vector<uint32_t>* grid = kernel_grid(table_, s, h.kernel);
     stack_.push_back(Pending{h, grid, grid ? axis_bits(*grid) : 0});
-    holes_.insert(hole_key(h.cls, h.scope, h.req));
   }
   const size_t holes = stack_.size();
+  const bool joining = joined_holes_ && holes > 1;
+  if (joining)
+    for (const Hole& h : s.holes) holes_.insert(hole_key(h.cls, h.scope, h.req));
   seen_.clear();
   double total = 0;
   while (!stack_.empty()) {
-    const bool is_hole = stack_.size() <= holes;
+    const bool is_hole = stack_.size() <= holes;  // the first `holes` entries are s's holes
     auto [h, grid, grid_bits] = stack_.back();
     stack_.pop_back();
     if (!seen_.insert((uint64_t(h.cls) << 32) | h.scope)) continue;
@@ -666,7 +670,7 @@ double CostGuide::remaining(const PartialProgram& s) {
     // components of flash-decoding's merge read one reduce, which is
     // another hole) costs that filling, where its cheapest subprogram on its
     // own would count a second kernel the program does not need.
-    if (joined_holes_ && is_hole && holes > 1) {
+    if (joining && is_hole) {
       double joined = joined_price(s, h);
       if (joined < go->at(h.weight)) {
         total += joined;

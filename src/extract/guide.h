@@ -66,13 +66,13 @@ namespace eqf::extract {
 //            part, and a computed tile past the registers at nominal blocks
 //            is charged for the re-reads that the smaller blocks it forces
 //            will cost.
-// A pass with kernels at their own weight may also price a hole that one filling joins to the
-// rest of the partial program (its children filled or holes already) is
-// priced as that filling alone, where its cheapest subprogram on its own
-// would count a kernel the program does not need (flash-decoding's merge
-// split on the value dim: the normalizer and the weighted values are two
-// projections of one merge, which priced apart counted the key blocks'
-// kernel twice and kept the form out of reach).
+// With kernels at their own weight, a pass may also price `joined` holes:
+// a hole that one filling joins to the rest of the partial program (its
+// children filled, or holes already) costs that filling alone, where its
+// cheapest subprogram on its own would count a kernel the program does not
+// need (flash-decoding's merge split on the value dim: the normalizer and
+// the weighted values are two projections of one merge, which priced apart
+// counted the key blocks' kernel twice and kept the form out of reach).
 enum class GuidePricing : uint8_t { Tree, Shared };
 
 // How a kernel below a use at weight w (computed w times per program run:
@@ -112,8 +112,9 @@ class CostGuide {
 
   // Computes to_go for every pair the table's analysis reached: rounds of
   // a fixpoint until no price moves, or until the deadline (the prices of
-  // the last round then order the search).
-  void analyze(std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+  // the last round then order the search). False when the deadline cut it.
+  bool analyze(std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
+  bool analyzed() const { return analyzed_; }
   GuidePricing pricing() const { return pricing_; }
   KernelWeight kernel_weight() const { return kernel_weight_; }
   // The joined-hole pricing on or off (a pass that reuses this analysis).
@@ -200,6 +201,7 @@ class CostGuide {
   GuidePricing pricing_;
   KernelWeight kernel_weight_;
   bool joined_holes_;
+  bool analyzed_ = false;  // analyze() ran (a pass that only switches joined_holes_ reuses it)
   size_t tracks_;  // of kTracks in use: inherited weights scale every price alike, one is enough
   std::set<Axis> unit_axes_;                 // batch axes of the e-graph's tile_matmuls
   std::vector<std::vector<double>> prices_;  // per class, per option; empty until asked
@@ -281,7 +283,7 @@ class CostGuide {
   double joined_price(const PartialProgram& s, const Hole& h);
   std::vector<Pending> stack_;               // remaining()'s scratch
   StampedSet seen_;
-  StampedSet holes_;  // remaining()'s holes (hole_key)
+  StampedSet holes_;  // remaining()'s holes (hole_key), with joined_holes_ only
 };
 
 }  // namespace eqf::extract

@@ -66,7 +66,7 @@ void storage_rules(Table& t) {
                  // one that has it come out of the split merge replicated:
                  // one merge then serves both (flash-decoding's normalizer
                  // and weighted values), as one hole of extraction.
-                 Ref whole = c.b.add(Op::Reduce, {c.attr("?q")[0], c.attr("?r")[0], 0}, {c.b.cls(c.match.cls("?t"))});
+                 Ref whole = c.b.add(Op::Reduce, dim_red_attrs(c.dim("?q"), c.red("?r")), {c.b.cls(c.match.cls("?t"))});
                  for (size_t j = 0; j < in.parts.size(); ++j) {
                    if (reads_dim(r, in, j, c.dim("?d"))) continue;
                    Ref rep = c.b.add(Op::Replicate, axis_attrs(c.axis("?p")),

@@ -161,3 +161,36 @@ def test_unmasked_flash_keeps_the_full_loop():
 def test_fp16_causal_within_half_tolerance():
     text = causal_text().replace(" f32 ", " f16 ")
     assert_close(check.check_program(text, seed=2, trials=2), check.TOLERANCE_HALF)
+
+
+# Sliding-window decode attention as extraction finds it (flash-decoding,
+# the merge split on the value dim f by storage's partition-proj-merge): the
+# key blocks' kernel skips the blocks the window rules out (they store an
+# empty state: max -inf), and the merge reads the buffer's components one by
+# one, replicated over f.0 except the weighted values.
+SPLIT_MERGE = """
+(program window_split_merge
+  (dims (h 2) (t 40) (e 8) (f 12) (h1 3))
+  (input q f32 [h h1 e])
+  (input k_cache f32 [h t e])
+  (input v_cache f32 [h t f])
+  (let t0 (where (replicate h1.0 (lt (partition t.0 t (replicate h.0 (iota t))) 24)) -inf
+    (div (tile_matmul e (partition h.0 h (replicate t.0 (partition h1.0 h1 q)))
+                        (partition h.0 h (partition t.0 t (replicate h1.0 k_cache)))) 2.8284271247461903)))
+  (let t1 (max t t0))
+  (let t2 (exp (sub t0 t1)))
+  (let t3 (collect t.0 (tuple t1 (sum t t2) (tile_matmul t t2 (partition h.0 h (partition t.0 t (replicate h1.0 v_cache)))))))
+  (let t4 (reduce c_t.0 (max (exp-sum 0) (exp-sum 0))
+    (tuple (replicate f.0 (proj 0 t3)) (replicate f.0 (proj 1 t3)) (partition f.0 f (proj 2 t3)))))
+  (output o [h h1 f] (combine f.0 f (combine h1.0 h1 (combine h.0 h (mul (proj 2 t4) (div 1 (proj 1 t4))))))))
+"""
+
+
+def test_split_merge_skips_the_blocks_the_window_rules_out():
+    source = check.emit(SPLIT_MERGE)
+    assert "live = " in source  # the key blocks' kernel knows its dead programs
+    # Blocks of 8 keys: the first three lie wholly before the window (key 24);
+    # blocks of 7 and 5 leave a block that straddles its edge; f.0 ragged.
+    for blocks in ({"t.0": 8, "f.0": 5, "h1.0": 3}, {"t.0": 7, "f.0": 4, "h1.0": 2},
+                   {"t.0": 5, "f.0": 12, "h1.0": 1}):
+        assert_close(check.check_program(SPLIT_MERGE, seed=5, trials=1, blocks=blocks))
