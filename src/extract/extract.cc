@@ -179,26 +179,29 @@ class Enumerator {
       // already exceed shared memory (`defer`), where the first met any;
       // the first keeps them in their order, since some workloads' best
       // candidates are the reuse twins of staged-out ones (ngpt's).
-      // The last pass also prices a hole that one filling joins to the
-      // rest of the program as that filling (guide.h): it reaches
-      // flash-decoding's merge split on the value dim, which the others
-      // price with the key blocks' kernel twice; as the only own-weight
-      // pass it lost other workloads' best candidates (rmsnorm_swiglu_ffn
-      // b8, b16), so it complements them.
+      // The own-weight passes complete a partial program in three ways
+      // (guide.h: Completion): joined reaches flash-decoding's merge split
+      // on the value dim, which apart prices with the key blocks' kernel
+      // twice; program reaches the state that the three outputs of an
+      // attention with a sink share. As the only own-weight pass, joined
+      // lost other workloads' best candidates (rmsnorm_swiglu_ffn b8, b16),
+      // so each complements the ones before it.
       struct Pass {
         GuidePricing pricing;
         KernelWeight kernel_weight;
         bool defer;
-        bool joined;
+        Completion completion;
       };
       constexpr Pass kPasses[] = {
-          {GuidePricing::Tree, KernelWeight::Inherited, false, false},
-          {GuidePricing::Tree, KernelWeight::Inherited, true, false},
-          {GuidePricing::Shared, KernelWeight::Inherited, false, false},
-          {GuidePricing::Shared, KernelWeight::Own, false, false},
-          {GuidePricing::Shared, KernelWeight::Own, false, true},
+          {GuidePricing::Tree, KernelWeight::Inherited, false, Completion::Apart},
+          {GuidePricing::Tree, KernelWeight::Inherited, true, Completion::Apart},
+          {GuidePricing::Shared, KernelWeight::Inherited, false, Completion::Apart},
+          {GuidePricing::Shared, KernelWeight::Own, false, Completion::Apart},
+          {GuidePricing::Shared, KernelWeight::Own, false, Completion::Joined},
+          {GuidePricing::Shared, KernelWeight::Own, false, Completion::Acyclic},
+          {GuidePricing::Shared, KernelWeight::Own, false, Completion::Program},
       };
-      for (auto [pricing, kernel_weight, defer, joined] : kPasses) {
+      for (auto [pricing, kernel_weight, defer, completion] : kPasses) {
         // Deferring changes nothing where the first pass met no staged-out
         // partial program.
         if (defer && !met_staged_out_) continue;
@@ -209,12 +212,12 @@ class Enumerator {
         pass_states_ = kernel_weight == KernelWeight::Own
                            ? std::max<uint64_t>(out_.stats.states_expanded, kMinComplementStates)
                            : std::numeric_limits<uint64_t>::max();
-        // A pass that differs from the one before only in the joined-hole
-        // pricing keeps its guide's analysis (seconds on large e-graphs).
+        // A pass that differs from the one before only in its completion
+        // keeps its guide's analysis (seconds on large e-graphs).
         if (guide_ && guide_->pricing() == pricing && guide_->kernel_weight() == kernel_weight)
-          guide_->set_joined_holes(joined);
+          guide_->set_completion(completion);
         else
-          guide_.emplace(g_, table_, opt_.cost->target(), pricing, kernel_weight, joined);
+          guide_.emplace(g_, table_, opt_.cost->target(), pricing, kernel_weight, completion);
         filler_.set_guide(&*guide_);
         // The first pass only watches for a staged-out partial program (up
         // to the first), the deferring pass checks every one.

@@ -20,13 +20,13 @@ constexpr double kEpsilon = 1e-12;
 }  // namespace
 
 CostGuide::CostGuide(const EGraph& g, OptionTable& table, const Target& target, GuidePricing pricing,
-                     KernelWeight kernel_weight, bool joined_holes)
+                     KernelWeight kernel_weight, Completion completion)
     : g_(g),
       table_(table),
       target_(target),
       pricing_(pricing),
       kernel_weight_(kernel_weight),
-      joined_holes_(joined_holes && kernel_weight == KernelWeight::Own),
+      completion_(kernel_weight == KernelWeight::Own ? completion : Completion::Apart),
       tracks_(kernel_weight == KernelWeight::Own ? kTracks : 1) {
   for (ENodeId n : g_.nodes_with_op(Op::TileMatMul)) {
     std::span<const EClassId> kids = g_.children(n);
@@ -495,6 +495,13 @@ double CostGuide::to_go(EClassId c, uint8_t req, double weight, const std::vecto
   return g ? g->at(weight) : kInf;
 }
 
+double CostGuide::recompute_price(EClassId c, uint8_t req, double weight, const std::vector<uint32_t>* grid) const {
+  if (completion_ != Completion::Acyclic && completion_ != Completion::Program) return to_go(c, req, weight, grid);
+  c = g_.find(c);
+  const Go* g = cheapest(c, req, weight, grid ? context(c, axis_bits(*grid)) : 0);
+  return g ? g->a * weight : kInf;  // b: the kernels of their own below, and buffers
+}
+
 bool CostGuide::analyze(std::chrono::steady_clock::time_point deadline) {
   analyzed_ = true;
   std::span<const std::pair<EClassId, uint8_t>> pairs = table_.reached();
@@ -644,6 +651,7 @@ double CostGuide::joined_price(const PartialProgram& s, const Hole& h) {
 }
 
 double CostGuide::remaining(const PartialProgram& s) {
+  if (completion_ == Completion::Acyclic || completion_ == Completion::Program) return program_remaining(s);
   stack_.clear();
   holes_.clear();
   for (const Hole& h : s.holes) {
@@ -651,15 +659,18 @@ double CostGuide::remaining(const PartialProgram& s) {
     stack_.push_back(Pending{h, grid, grid ? axis_bits(*grid) : 0});
   }
   const size_t holes = stack_.size();
-  const bool joining = joined_holes_ && holes > 1;
+  const bool joining = completion_ == Completion::Joined && holes > 1;
   if (joining)
     for (const Hole& h : s.holes) holes_.insert(hole_key(h.cls, h.scope, h.req));
   seen_.clear();
   double total = 0;
   while (!stack_.empty()) {
     const bool is_hole = stack_.size() <= holes;  // the first `holes` entries are s's holes
-    auto [h, grid, grid_bits] = stack_.back();
+    const Pending top = stack_.back();
     stack_.pop_back();
+    const Hole& h = top.hole;
+    const std::vector<uint32_t>* grid = top.grid;
+    const uint64_t grid_bits = top.grid_bits;
     if (!seen_.insert((uint64_t(h.cls) << 32) | h.scope)) continue;
     if (const Filled* f = s.find(h.cls); f && f->scope == h.scope) continue;  // paid for
     // The subprogram cheapest at this use's weight.
@@ -689,6 +700,139 @@ double CostGuide::remaining(const PartialProgram& s) {
     double weight = used * (child_grid ? child_weight(c, o, child_grid) : 1);
     for (EClassId k : o.children)
       stack_.push_back(Pending{Hole{k.v, cr, scope, kernel, child_share(k, weight)}, child_grid, child_bits});
+  }
+  return total;
+}
+
+// ---- Completion::Acyclic and Completion::Program -----------------------------------------
+
+bool CostGuide::reaches(const PartialProgram& s, uint32_t from, uint32_t target) {
+  reach_stack_.assign(1, from);
+  reach_seen_.clear();
+  while (!reach_stack_.empty()) {
+    uint32_t c = reach_stack_.back();
+    reach_stack_.pop_back();
+    if (c == target) return true;
+    if (!reach_seen_.insert(c)) continue;
+    if (const Filled* f = s.find(c))  // a hole has no edges yet
+      for (EClassId k : table_.options(EClassId(c))[f->option].children) reach_stack_.push_back(k.v);
+  }
+  return false;
+}
+
+bool CostGuide::closes_cycle(const PartialProgram& s, const Option& o, uint32_t hole) {
+  for (EClassId k : o.children)
+    if (s.find(k.v) && reaches(s, k.v, hole)) return true;
+  return false;
+}
+
+bool CostGuide::reads(const Option& o, uint32_t parent) {
+  return std::any_of(o.children.begin(), o.children.end(), [&](EClassId k) { return k.v == parent; });
+}
+
+bool CostGuide::paid(const PartialProgram& s, EClassId k, uint32_t scope) const {
+  if (const Filled* f = s.find(k.v))
+    if (f->scope == scope || own_root(table_.options(k)[f->option])) return true;
+  return completion_ == Completion::Program && counted_.contains((uint64_t(k.v) << 32) | scope) || counted_.contains((uint64_t(k.v) << 32) | kNoScope);
+}
+
+CostGuide::Filling CostGuide::least_filling(const PartialProgram& s, const Pending& p, bool is_hole) {
+  EClassId c(p.hole.cls);
+  std::span<const Option> options = table_.options(c);
+  const uint64_t ctx = context(c, p.grid_bits);
+  Filling best;
+  for (uint32_t i = 0; i < options.size(); ++i) {
+    const Option& o = options[i];
+    if (!table_.viable(c, o, p.hole.req) || forbidden(o, ctx) || reads(o, p.parent)) continue;
+    if (is_hole && closes_cycle(s, o, c.v)) continue;
+    const double used = filling_weight(p.hole.weight, o);
+    double total = used * price(c, i);
+    const uint32_t scope = scope_below(c, o, p.hole.scope);
+    const uint8_t req = table_.child_req(o, p.hole.req);
+    const std::vector<uint32_t>* child_grid = o.kernel_root ? &o.grid_axes : p.grid;
+    const uint64_t child_bits = o.kernel_root ? 0 : p.grid_bits;
+    const double weight = used * (child_grid ? child_weight(c, o, child_grid) : 1);
+    for (EClassId k : o.children) {
+      if (!(total < best.price)) break;
+      if (paid(s, k, scope)) continue;
+      const double w = child_share(k, weight);
+      const Go* go = cheapest(k, req, w, context(k, child_bits));
+      total += go ? go->at(w) : kInf;
+    }
+    if (total < best.price) best = Filling{i, total};
+  }
+  return best;
+}
+
+double CostGuide::program_remaining(const PartialProgram& s) {
+  stack_.clear();
+  for (const Hole& h : s.holes) {
+    const std::vector<uint32_t>* grid = kernel_grid(table_, s, h.kernel);
+    stack_.push_back(Pending{h, grid, grid ? axis_bits(*grid) : 0});
+  }
+  const size_t holes = stack_.size();
+  const bool join = completion_ == Completion::Program;
+  if (join && holes > 1) {
+    // The dearest hole first: the others join what it counts (the state an
+    // attention with a sink's three outputs read) instead of each counting
+    // a cheaper kernel of its own.
+    hole_price_.clear();
+    for (const Pending& p : stack_) hole_price_.push_back(to_go(EClassId(p.hole.cls), p.hole.req, p.hole.weight, p.grid));
+    holes_first_.assign(stack_.begin(), stack_.end());
+    std::vector<uint32_t>& order = hole_order_;
+    order.resize(holes);
+    for (uint32_t i = 0; i < holes; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return hole_price_[a] < hole_price_[b]; });
+    for (uint32_t i = 0; i < holes; ++i) stack_[i] = holes_first_[order[i]];
+  }
+  seen_.clear();
+  counted_.clear();
+  counting_.clear();
+  double total = 0;
+  while (!stack_.empty()) {
+    const bool is_hole = stack_.size() <= holes;  // the first `holes` entries are s's holes
+    if (join && is_hole) {
+      for (uint64_t key : counting_) counted_.insert(key);
+      counting_.clear();
+    }
+    auto [h, grid, grid_bits, parent] = stack_.back();
+    stack_.pop_back();
+    const uint64_t key = (uint64_t(h.cls) << 32) | h.scope;
+    if (!seen_.insert(key)) continue;
+    if (join) counting_.push_back(key);
+    if (const Filled* f = s.find(h.cls); f && f->scope == h.scope) continue;  // paid for
+    EClassId c(h.cls);
+    const Go* go = cheapest(c, h.req, h.weight, context(c, grid_bits));
+    if (!go) return kInf;
+    uint32_t best = go->option;
+    const Option& cheapest_option = table_.options(c)[best];
+    const bool cyclic = reads(cheapest_option, parent) || (is_hole && closes_cycle(s, cheapest_option, c.v));
+    if (join || cyclic) {
+      const Filling least = least_filling(s, Pending{h, grid, grid_bits, parent}, is_hole);
+      if (least.option != kNoOption) {
+        if (cyclic || least.price < go->at(h.weight)) best = least.option;
+      } else if (is_hole) {
+        return kInf;  // every filling closes a cycle: a dead end
+      }
+    }
+    const Option& o = table_.options(c)[best];
+    // A kernel of its own is computed once, whatever scopes read it.
+    if (own_root(o)) {
+      if (const Filled* f = s.find(h.cls); f && f->option == best) continue;
+      const uint64_t once = (uint64_t(h.cls) << 32) | kNoScope;
+      if (!seen_.insert(once)) continue;
+      if (join) counting_.push_back(once);
+    }
+    const double used = filling_weight(h.weight, o);
+    total += used * price(c, best);
+    const uint8_t cr = table_.child_req(o, h.req);
+    const uint32_t scope = scope_below(c, o, h.scope);
+    const uint32_t kernel = o.kernel_root ? c.v : h.kernel;
+    const std::vector<uint32_t>* child_grid = o.kernel_root ? &o.grid_axes : grid;
+    const uint64_t child_bits = o.kernel_root ? 0 : grid_bits;
+    const double weight = used * (child_grid ? child_weight(c, o, child_grid) : 1);
+    for (EClassId k : o.children)
+      stack_.push_back(Pending{Hole{k.v, cr, scope, kernel, child_share(k, weight)}, child_grid, child_bits, c.v});
   }
   return total;
 }

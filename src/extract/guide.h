@@ -66,13 +66,6 @@ namespace eqf::extract {
 //            part, and a computed tile past the registers at nominal blocks
 //            is charged for the re-reads that the smaller blocks it forces
 //            will cost.
-// With kernels at their own weight, a pass may also price `joined` holes:
-// a hole that one filling joins to the rest of the partial program (its
-// children filled, or holes already) costs that filling alone, where its
-// cheapest subprogram on its own would count a kernel the program does not
-// need (flash-decoding's merge split on the value dim: the normalizer and
-// the weighted values are two projections of one merge, which priced apart
-// counted the key blocks' kernel twice and kept the form out of reach).
 enum class GuidePricing : uint8_t { Tree, Shared };
 
 // How a kernel below a use at weight w (computed w times per program run:
@@ -86,13 +79,44 @@ enum class GuidePricing : uint8_t { Tree, Shared };
 // differs, and the cost model ranks their union.
 enum class KernelWeight : uint8_t { Inherited, Own };
 
+// How a shared pricing with kernels at their own weight completes a partial
+// program (each blind where another sees; extraction runs a pass with each,
+// and the cost model ranks the union):
+//   apart    each hole's cheapest subprogram, united as above;
+//   joined   as apart, but a hole that one filling joins to the rest of the
+//            partial program (its children filled, or holes already) costs
+//            that filling alone, where its cheapest subprogram on its own
+//            would count a kernel the program does not need
+//            (flash-decoding's merge split on the value dim: the normalizer
+//            and the weighted values are two projections of one merge,
+//            which priced apart counted the key blocks' kernel twice);
+//   acyclic  as apart, but counted as the completed program would run: a
+//            kernel of its own once, whatever scopes read it; a class
+//            reached again from another scope only for what is computed
+//            again there (Filler's charge), not the kernels it reads; and no
+//            filling that closes a cycle. A fused tuple holds its own
+//            components (proj i of the tuple is its i-th part), so a class
+//            may be filled with a proj of a tuple that reads it: through the
+//            filled classes the filler refuses that, and through the class
+//            that reached the tuple the fixpoint prices it as the tuple's
+//            other part. Counted as they come, those dead ends looked free
+//            and the search spent its states on them (attention with a
+//            sink, cut by the partitioner: three outputs read one
+//            flash-decoding state, which the other completions priced at 2
+//            to 5 times its price);
+//   program  as acyclic, and the dearest hole is counted first, then each
+//            class takes the filling that costs least with what is counted
+//            (the whole attention-with-a-sink layer: its outputs join the
+//            state the dearest one counts). Dearer to compute: every class
+//            counted weighs its fillings.
+enum class Completion : uint8_t { Apart, Joined, Acyclic, Program };
+
 class CostGuide {
  public:
-  // joined_holes: price a hole that one filling joins to the rest of the
-  // partial program as that filling (see the header comment; only with
-  // KernelWeight::Own).
+  // completion: how remaining() completes a partial program (anything but
+  // apart only with shared pricing and KernelWeight::Own).
   CostGuide(const EGraph& g, OptionTable& table, const Target& target, GuidePricing pricing,
-            KernelWeight kernel_weight, bool joined_holes = false);
+            KernelWeight kernel_weight, Completion completion = Completion::Apart);
 
   // The price of a partial program: what it spent plus its completion.
   double partial_price(const PartialProgram& s);
@@ -117,8 +141,9 @@ class CostGuide {
   bool analyzed() const { return analyzed_; }
   GuidePricing pricing() const { return pricing_; }
   KernelWeight kernel_weight() const { return kernel_weight_; }
-  // The joined-hole pricing on or off (a pass that reuses this analysis).
-  void set_joined_holes(bool on) { joined_holes_ = on && kernel_weight_ == KernelWeight::Own; }
+  Completion completion() const { return completion_; }
+  // Another completion (a pass that reuses this analysis).
+  void set_completion(Completion c) { completion_ = kernel_weight_ == KernelWeight::Own ? c : Completion::Apart; }
 
   // The price of filling class c with its option i (its children excluded).
   double price(EClassId c, uint32_t option);
@@ -147,6 +172,13 @@ class CostGuide {
   // one of them has no kernel form (Filler::fill_first_hole), so it is no
   // option there. See "Kernel contexts" below.
   double to_go(EClassId c, uint8_t req, double weight = 1, const std::vector<uint32_t>* grid = nullptr) const;
+  // What computing c again in another scope costs (Filler's charge): with
+  // Completion::Acyclic and Program, its cheapest subprogram's fillings within the
+  // user's kernel only -- the kernels of their own below it and the buffers
+  // it reads are stored once and loaded (three output kernels read one
+  // flash-decoding merge: charged with its key-blocks kernel each, that
+  // form cost 5x its price). Otherwise to_go.
+  double recompute_price(EClassId c, uint8_t req, double weight, const std::vector<uint32_t>* grid) const;
   // The weight a filling of a use at `use_weight` is priced at: 1 for a
   // kernel root when kernels have their own weight (see KernelWeight).
   double filling_weight(double use_weight, const Option& o) const { return own_root(o) ? 1 : use_weight; }
@@ -200,8 +232,8 @@ class CostGuide {
   const Target& target_;
   GuidePricing pricing_;
   KernelWeight kernel_weight_;
-  bool joined_holes_;
-  bool analyzed_ = false;  // analyze() ran (a pass that only switches joined_holes_ reuses it)
+  Completion completion_;
+  bool analyzed_ = false;  // analyze() ran (a pass that only switches completion_ reuses it)
   size_t tracks_;  // of kTracks in use: inherited weights scale every price alike, one is enough
   std::set<Axis> unit_axes_;                 // batch axes of the e-graph's tile_matmuls
   std::vector<std::vector<double>> prices_;  // per class, per option; empty until asked
@@ -276,14 +308,44 @@ class CostGuide {
     Hole hole;
     const std::vector<uint32_t>* grid;  // its kernel's grid axes (null above every kernel)
     uint64_t grid_bits;  // axis_bits of the filled kernel's grid; 0 above it and below a kernel root chosen here
+    uint32_t parent = kNoScope;  // the class whose filling reached it (kNoScope: a hole of the partial program)
   };
   // A hole's price when some filling of it reads only classes the partial
   // program already has (filled, or holes paid for on their own): that
-  // filling alone. kInf when there is none.
+  // filling alone. kInf when there is none. (Completion::Joined)
   double joined_price(const PartialProgram& s, const Hole& h);
   std::vector<Pending> stack_;               // remaining()'s scratch
   StampedSet seen_;
-  StampedSet holes_;  // remaining()'s holes (hole_key), with joined_holes_ only
+  StampedSet holes_;  // remaining()'s holes (hole_key), with Completion::Joined only
+
+  // Completion::Acyclic and Program (see there).
+  double program_remaining(const PartialProgram& s);
+  // Whether class k, used from `scope`, is paid for already: filled in that
+  // scope (a kernel of its own: in any), or (Completion::Program) counted
+  // for an earlier hole -- never what the current hole's own count reached:
+  // a class may read a fused tuple that holds it, and joining it there
+  // would price a cycle.
+  bool paid(const PartialProgram& s, EClassId k, uint32_t scope) const;
+  bool reaches(const PartialProgram& s, uint32_t from, uint32_t target);  // through filled classes
+  // Whether filling `hole` with o reads a filled class that leads back to it.
+  bool closes_cycle(const PartialProgram& s, const Option& o, uint32_t hole);
+  // Whether filling c with o reads the class that reached c (`parent`).
+  static bool reads(const Option& o, uint32_t parent);
+  // The filling of a pending class whose price plus its unpaid children's
+  // cheapest subprograms is least, and none that closes a cycle (for a
+  // hole of s) or reads its parent. kNoOption when there is none.
+  struct Filling {
+    uint32_t option = kNoOption;
+    double price = std::numeric_limits<double>::infinity();
+  };
+  Filling least_filling(const PartialProgram& s, const Pending& p, bool is_hole);
+  std::vector<Pending> holes_first_;  // the holes, dearest last (the stack pops from its back)
+  std::vector<double> hole_price_;
+  std::vector<uint32_t> hole_order_;
+  StampedSet counted_;              // what the holes before the current one counted
+  std::vector<uint64_t> counting_;  // what the current hole has counted
+  std::vector<uint32_t> reach_stack_;
+  StampedSet reach_seen_;
 };
 
 }  // namespace eqf::extract

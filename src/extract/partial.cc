@@ -32,7 +32,7 @@ Filled* PartialProgram::find(uint32_t cls) {
 void Filler::charge_recompute(PartialProgram& s, EClassId c, uint8_t req, uint32_t first_scope, uint32_t scope,
                               uint32_t kernel, double weight) {
   if (!guide_ || scope == first_scope || table_.facts(c).global || table_.facts(c).literal) return;
-  s.spent += guide_->to_go(c, req, weight, kernel_grid(table_, s, kernel));
+  s.spent += guide_->recompute_price(c, req, weight, kernel_grid(table_, s, kernel));
 }
 
 bool Filler::require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope, uint32_t kernel, double weight) {

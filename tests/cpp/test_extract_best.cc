@@ -11,6 +11,7 @@
 #include "eqiforge/extract/extract.h"
 #include "eqiforge/interp/compare.h"
 #include "eqiforge/ir/diagnostic.h"
+#include "eqiforge/ir/parse.h"
 #include "eqiforge/extract/canonical.h"
 #include "eqiforge/rules/library.h"
 #include "extract_fixtures.h"
@@ -407,6 +408,41 @@ TEST(ExtractBestFirst, SlidingWindowDecodeSplitsTheMergeOnTheValueDim) {
   }
   ASSERT_NE(split, nullptr);
   EXPECT_TRUE(compare_programs(s.u.naive, split->program, 13, 1).equivalent());
+}
+
+// Attention with a sink (the softmax's max also covers one logit outside the
+// keys), cut as the partitioner cuts that layer: three outputs read one
+// flash-decoding state (P.V, the normalizer and the max, for the sink's
+// shift). A fused tuple state holds its own components (proj 0 of the tuple
+// is a class the tuple reads), so a hole filled with such a proj can lead
+// back to itself; the cost guide priced those dead ends as free, and the
+// own-weight passes spent their states on them without completing a
+// candidate. Found now: the keys and values read by one kernel of key
+// blocks, whose states the three outputs merge.
+TEST(ExtractBestFirst, AttentionWithASinkReadsTheKeysInOneKernel) {
+  const std::string text = R"(
+(program attention_sink
+  (dims (h 16) (k1 8192) (e 64) (n1 64))
+  (input q f16 [h e])
+  (input k_cache f16 [h k1 e])
+  (input sinks f16 [h])
+  (input v_cache f16 [h k1 n1])
+  (let scores (div (matmul e q k_cache) 8))
+  (let m (max2 (max k1 scores) sinks))
+  (let p (exp (sub scores m)))
+  (output pv [h n1] (matmul k1 p v_cache))
+  (output l [h] (sum k1 p))
+  (output shift [h] (sub sinks m))))";
+  Saturated s(text, "attention_sink.eqf");
+  ExtractResult r = best_first(s, 256);
+  ASSERT_FALSE(r.candidates.empty());
+  const Candidate& best = r.candidates.front();
+  int key_kernels = 0;
+  for (const auto& k : best.lowered.kernels)
+    for (Axis a : k.grid) key_kernels += a.name() == "k1.0";
+  EXPECT_EQ(key_kernels, 1) << print_program(best.program);
+  EXPECT_EQ(best.lowered.kernels.size(), 4u) << print_program(best.program);
+  EXPECT_TRUE(compare_programs(s.u.naive, best.program, 17, 1).equivalent());
 }
 
 // The frontier of partial programs is bounded by a memory limit as the
