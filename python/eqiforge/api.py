@@ -135,7 +135,8 @@ def optimize(fn_or_module: Callable | torch.nn.Module, *example_inputs: Any, **o
 
     Returns a callable with the same signature and outputs. Options (see
     eqiforge.options.Options): budget_s, target, cache_dir, cache, node_limit,
-    search_time_s, extract_time_s, top_k, extract_mode, memory_limit_mb, partition_ops, verbose, unsupported
+    search_time_s, extract_time_s, top_k, extract_mode, memory_limit_mb, partition_ops, cut_compare_ops, verbose,
+    unsupported
     ("error" | "fallback"), block_sizes, num_warps, num_stages, cuda_graphs,
     baselines, seed. A bad option raises OptionError naming it.
     """
@@ -223,20 +224,26 @@ def compile_captured(fe, fn, example_inputs: tuple, opts: Options, progress: Pro
         why = "the whole-program search found no candidate" + (
             " (it hit a search limit)" if found.stats.get("limit_hit") else "")
     searcher = None
-    if plan is None and found.stats.get("limit_hit"):
-        # The whole search stopped at a limit, so its best is only the best it
-        # reached: the cut program's subgraphs are searched too, and the cost
-        # model picks between the two.
+    limited = found is not None and found.stats.get("limit_hit")
+    ops = 0
+    if plan is None and found.candidates and partitioning.has_partitioning():
+        ops = partitioning.partition_program(fe.text, 1 << 30).ops
+    if plan is None and (limited or (opts.cut_compare_ops and ops >= opts.cut_compare_ops)):
+        # The whole search's best is only the best it reached (it stopped at
+        # a limit, or after enough candidates of a large program): the cut
+        # program's subgraphs are searched too, and the cost model picks
+        # between the two.
         cut = _fallback_plan(fe, opts, found)
         if cut is not None and len(cut.subgraphs) > 1:
             searcher = partitioning.PartitionedSearch(opts, target, interpret, progress, module_dir)
-            with progress.stage(f"searching the {len(cut.subgraphs)} subgraphs too (the whole search hit a limit)"):
+            because = "the whole search hit a limit" if limited else f"{ops} operators, cut_compare_ops={opts.cut_compare_ops}"
+            with progress.stage(f"searching the {len(cut.subgraphs)} subgraphs too ({because})"):
                 cut_estimate = partitioning.static_estimate(searcher, cut)
             whole_estimate = found.candidates[0].estimate_s
             if cut_estimate is not None and whole_estimate is not None and cut_estimate < whole_estimate:
                 plan = cut
-                why = (f"the whole-program search hit a limit; its best estimate {format_time(whole_estimate)}, "
-                       f"the subgraphs' {format_time(cut_estimate)}")
+                why = (f"the whole-program search {'hit a limit' if limited else 'ended'}; its best estimate "
+                       f"{format_time(whole_estimate)}, the subgraphs' {format_time(cut_estimate)}")
     if plan is not None:
         return compile_partitioned(fe, fn, example_inputs, opts, progress, binding, plan, why, target,
                                    interpret, gpu, module_dir, searcher)

@@ -72,6 +72,16 @@ class Options:
     # its candidates verifies) is cut too.
     # 0: only in that case.
     partition_ops: int = 16
+    # A whole program of at least this many operators is also searched cut
+    # up (fallback_plan's cut), as one whose search hits a limit always is,
+    # and the lower estimate wins: the search is best-first and stops after
+    # enough candidates, and on layer-sized programs it can miss forms that
+    # its subgraphs' searches find (attention with a sink, 16 operators: the
+    # whole search's best 109.6 us, the cut's 101.5 us on the H100 model).
+    # Below it the extra searches are skipped (the general programs' cuts
+    # estimate 5-30 % slower than their whole searches). 0: only after a
+    # limit.
+    cut_compare_ops: int = 14
     # Progress on stderr: 0/False quiet, 1/True stages and best-so-far,
     # 2 also every candidate and configuration.
     verbose: int = 0
@@ -113,6 +123,7 @@ class Options:
             "extract_mode": self.extract_mode,
             "memory_limit_mb": self.memory_limit_mb,
             "partition_ops": self.partition_ops,
+            "cut_compare_ops": self.cut_compare_ops,
             "block_sizes": list(self.block_sizes),
             "num_warps": list(self.num_warps),
             "num_stages": list(self.num_stages),
@@ -193,6 +204,10 @@ def _check(name: str, v: Any) -> Any:
     if name == "partition_ops":
         if not _is_int(v) or v < 0:
             raise _fail(name, "a non-negative integer (operators per subgraph; 0: cut only when the search fails)", v)
+        return v
+    if name == "cut_compare_ops":
+        if not _is_int(v) or v < 0:
+            raise _fail(name, "a non-negative integer (operators from which the cut is searched too; 0: only after a limit)", v)
         return v
     if name == "top_k":
         return _positive_int(name, v, "candidates to tune")

@@ -44,6 +44,7 @@ def test_values_are_normalized():
         ({"cache": "yes"}, ["cache='yes'", "True or False"]),
         ({"cache_dir": 3}, ["cache_dir=3", "a path"]),
         ({"seed": -1}, ["seed=-1", "non-negative integer"]),
+        ({"cut_compare_ops": -1}, ["cut_compare_ops=-1", "non-negative integer"]),
     ],
 )
 def test_bad_options_are_named_with_what_is_accepted(given, words):

@@ -148,6 +148,43 @@ def test_a_whole_search_at_its_limit_is_compared_with_the_cut(monkeypatch, scale
     assert rel_l2(fast(*args), stack2(*args)) <= 1e-2
 
 
+@pytest.mark.parametrize("cut_compare_ops", [14, 0])
+def test_a_large_whole_program_is_compared_with_the_cut(monkeypatch, cut_compare_ops):
+    """A whole-program search that ends without a limit on a program of at
+    least cut_compare_ops operators (two layers: 20) is compared with the cut
+    too, since best-first search is not exhaustive; the whole program's
+    estimates are scaled to lose. With cut_compare_ops=0 only a limit
+    triggers the comparison: one search, the whole program kept."""
+    import dataclasses
+
+    args = stack_args(layers=2)
+    whole = to_ir(stack2, *args).text
+    real = search.find_candidates
+    seen = []
+
+    def dear_whole(text, options, target, file="<program>"):
+        seen.append(text == whole)
+        found = real(text, options, target, file)
+        if text != whole:
+            return found
+        assert found.candidates and not found.stats.get("limit_hit")
+        return search.SearchResult([dataclasses.replace(c, estimate_s=c.estimate_s * 1e3) for c in found.candidates],
+                                   found.stats)
+
+    monkeypatch.setattr(search, "find_candidates", dear_whole)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InterpreterWarning)
+        fast = eqiforge.optimize(stack2, *args, partition_ops=0, cut_compare_ops=cut_compare_ops, **FAST)
+    if cut_compare_ops:
+        assert seen == [True, False]
+        assert isinstance(fast, P.ComposedProgram)
+        assert fast.stats.reason.startswith("the whole-program search ended; its best estimate")
+    else:
+        assert seen == [True]
+        assert not isinstance(fast, P.ComposedProgram)
+    assert rel_l2(fast(*args), stack2(*args)) <= 1e-2
+
+
 def test_ir_evaluated_in_pytorch_matches_eager():
     """The subgraphs' reference: the captured program evaluated with PyTorch
     ops gives eager's values (layout ops, broadcasting by name, masks)."""
