@@ -124,10 +124,12 @@ TEST(ReuseKernelResults, NgptsBestCandidateComputesTheMatmulOnce) {
   ASSERT_FALSE(without.candidates.empty());
   EXPECT_GT(with.stats.reuse_twins, 0u);
   EXPECT_EQ(without.stats.reuse_twins, 0u);
-  // Without twins the best reads the weight in both kernels.
-  EXPECT_EQ(kernels_reading(without.candidates[0].lowered, "w"), 2);
+  // The best reads the weight in one kernel. Without twins the search
+  // finds a split-K form that does too (11.8 us on the H200's model; before
+  // the acyclic own-weight passes its best read the weight in both kernels,
+  // 16.6 us); the twin, which loads the first kernel's result, is cheaper.
   EXPECT_EQ(kernels_reading(with.candidates[0].lowered, "w"), 1);
-  EXPECT_LT(with.candidates[0].estimate->seconds, 0.75 * without.candidates[0].estimate->seconds);
+  EXPECT_LT(with.candidates[0].estimate->seconds, without.candidates[0].estimate->seconds);
   EXPECT_TRUE(compare_programs(u.naive, with.candidates[0].program, 9, 2).equivalent());
 }
 
