@@ -129,6 +129,18 @@ void algebraic_rules(Table& t) {
   // softmax's division after P.V).
   law("factor-out-of-sum", "(sum ?d (mul ?s ?x))", "(mul ?s (sum ?d ?x))", "(not-has-dim ?s ?d)");
   law("divisor-out-of-sum", "(sum ?d (div ?x ?l))", "(div (sum ?d ?x) ?l)", "(not-has-dim ?l ?d)");
+  // Slices taken after a contraction instead of before: differential
+  // attention's p[:, :, 0:1] - lam p[:, :, 1:2] is a difference of masked
+  // sums over the maps' dim (sum_h1 where(h1 == 0, p, 0)), contracted with
+  // V. The contraction distributes over the difference, moves inside a sum
+  // over a dim its other operand lacks, and past a mask that does not vary
+  // along the contracted dim; each map's P.V is then plain attention's,
+  // which the refinements tile into flash-decoding. Read in this direction
+  // only (the factoring laws above undo the first one for add, not sub).
+  rule("distribute-matmul-sub-left", "(matmul ?k (sub ?a ?b) ?c)", "(sub (matmul ?k ?a ?c) (matmul ?k ?b ?c))");
+  rule("matmul-into-sum-left", "(matmul ?k (sum ?d ?a) ?b)", "(sum ?d (matmul ?k ?a ?b))", "(not-has-dim ?b ?d)");
+  rule("mask-out-of-matmul-left", "(matmul ?k (where ?m ?x 0) ?b)", "(where ?m (matmul ?k ?x ?b) 0)",
+       "(not-has-dim ?m ?k)");
   law("shift-out-of-max", "(max ?d (add ?x ?c))", "(add (max ?d ?x) ?c)", "(not-has-dim ?c ?d)");
   law("shift-out-of-max-sub", "(max ?d (sub ?x ?c))", "(sub (max ?d ?x) ?c)", "(not-has-dim ?c ?d)");
   for (const char* mm : {"matmul", "tile_matmul"}) {

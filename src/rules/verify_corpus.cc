@@ -46,6 +46,26 @@ const char* kAttentionSinks = R"(
   (let p (exp (sub scores m)))
   (output o [h s f] (div (matmul t p v) (add (sum t p) (exp (sub sink m)))))))";
 
+// Differential attention: two softmax maps per head, the second scaled by
+// a per-head lambda and subtracted before P.V (the maps sliced as masked
+// sums over their dim, as the front end captures p[:, :, 0:1]). Last: its
+// e-graph is the largest, and the rules that only it triggers are the
+// slice-after-contraction ones.
+const char* kDiffAttention = R"(
+(program diff_attention
+  (dims (h 2) (h1 2) (t 4) (e 2) (f 2))
+  (input q f32 [h h1 e])
+  (input k f32 [h h1 t e])
+  (input v f32 [h t f])
+  (input lam f32 [h])
+  (let scores (mul (matmul e q k) 0.5))
+  (let m (max t scores))
+  (let p (exp (sub scores m)))
+  (let s (div p (sum t p)))
+  (let first (sum h1 (where (eq (iota h1) 0) s 0)))
+  (let second (sum h1 (where (eq (iota h1) 1) s 0)))
+  (output o [h f] (matmul t (sub first (mul lam second)) v))))";
+
 const char* kAttentionPrefill = R"(
 (program attention_prefill
   (dims (b 1) (h 2) (s 4) (t 4) (e 3) (f 3))
@@ -293,6 +313,7 @@ const std::vector<CorpusProgram>& builtin_corpus() {
       {"latent_scores", kLatentScores},
       {"collect_seed", kCollect},
       {"pointwise_zoo", pointwise_zoo()},
+      {"diff_attention", kDiffAttention},
   };
   return corpus;
 }

@@ -445,6 +445,39 @@ TEST(ExtractBestFirst, AttentionWithASinkReadsTheKeysInOneKernel) {
   EXPECT_TRUE(compare_programs(s.u.naive, best.program, 17, 1).equivalent());
 }
 
+// Differential attention's core, as the partitioner cuts it: two softmax
+// maps per head, the second scaled by a per-head lambda and subtracted
+// before P.V, the maps sliced as masked sums over their dim. With the
+// contraction moved past the slices (algebraic: distribute-matmul-sub-left,
+// matmul-into-sum-left, mask-out-of-matmul-left) each map's P.V is plain
+// attention's, and the best is flash-decoding: one kernel of key blocks
+// (both maps in its tile, so V is read once), then the merge.
+TEST(ExtractBestFirst, DifferentialAttentionSlicesAfterTheContraction) {
+  const std::string text = R"(
+(program diff_attention
+  (dims (h 4) (h1 2) (t 2048) (e 64) (f 128))
+  (input q f16 [h h1 e])
+  (input k_cache f16 [h h1 t e])
+  (input v_cache f16 [h t f])
+  (input lam f16 [h])
+  (let scores (div (matmul e q k_cache) 8))
+  (let m (max t scores))
+  (let p (exp (sub scores m)))
+  (let s (div p (sum t p)))
+  (let first (sum h1 (where (eq (iota h1) 0) s 0)))
+  (let second (sum h1 (where (eq (iota h1) 1) s 0)))
+  (output o [h f] (matmul t (sub first (mul lam second)) v_cache))))";
+  Saturated s(text, "diff_attention.eqf");
+  ExtractResult r = best_first(s, 256);
+  ASSERT_FALSE(r.candidates.empty());
+  const Candidate& best = r.candidates.front();
+  ASSERT_EQ(best.lowered.kernels.size(), 2u) << print_program(best.program);
+  bool key_blocks = false;
+  for (Axis a : best.lowered.kernels[0].grid) key_blocks |= a.name() == "t.0";
+  EXPECT_TRUE(key_blocks) << print_program(best.program);
+  EXPECT_TRUE(compare_programs(s.u.naive, best.program, 19, 1).equivalent());
+}
+
 // The frontier of partial programs is bounded by a memory limit as the
 // e-graph is: the search stops with the limit named, having counted at
 // most a little past it (the check runs every 64 expansions).

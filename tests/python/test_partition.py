@@ -167,9 +167,11 @@ def test_a_large_whole_program_is_compared_with_the_cut(monkeypatch, cut_compare
         found = real(text, options, target, file)
         if text != whole:
             return found
-        assert found.candidates and not found.stats.get("limit_hit")
+        assert found.candidates
+        # As if the search had ended by itself (on a slow machine it may stop
+        # at FAST's time limit, which compares with the cut anyway).
         return search.SearchResult([dataclasses.replace(c, estimate_s=c.estimate_s * 1e3) for c in found.candidates],
-                                   found.stats)
+                                   {**found.stats, "limit_hit": False})
 
     monkeypatch.setattr(search, "find_candidates", dear_whole)
     with warnings.catch_warnings():
