@@ -202,6 +202,7 @@ class Enumerator {
           {GuidePricing::Shared, KernelWeight::Own, false, Completion::Program},
       };
       for (auto [pricing, kernel_weight, defer, completion] : kPasses) {
+        acyclic_pass_ = completion == Completion::Acyclic || completion == Completion::Program;
         // Deferring changes nothing where the first pass met no staged-out
         // partial program.
         if (defer && !met_staged_out_) continue;
@@ -461,7 +462,7 @@ class Enumerator {
                               std::to_string(opt_.cost->target().smem_bytes_per_program / 1024) + " KiB";
       return drop_infeasible(std::move(p));
     }
-    Candidate cand{std::move(p), std::move(lowered), key, std::nullopt, guide_seconds};
+    Candidate cand{std::move(p), std::move(lowered), key, std::nullopt, guide_seconds, acyclic_pass_};
     if (opt_.cost && (pruning() || opt_.max_candidates > 0)) {
       Clock::time_point estimate_start = Clock::now();
       cand.estimate = opt_.cost->estimate(cand.program, cand.lowered, estimates_);
@@ -512,6 +513,7 @@ class Enumerator {
     std::stable_sort(order.begin(), order.end(), [&](uint32_t i, uint32_t j) {
       const Candidate &a = cs[i], &b = cs[j];
       if (a.estimate->seconds != b.estimate->seconds) return a.estimate->seconds < b.estimate->seconds;
+      if (a.acyclic_pass != b.acyclic_pass) return b.acyclic_pass;
       return a.key < b.key;
     });
     std::vector<Candidate> ranked;
@@ -526,6 +528,7 @@ class Enumerator {
     for (size_t i = 0; i < top; ++i) cs[i].estimate = opt_.cost->best_stages(cs[i].program, cs[i].lowered, *cs[i].estimate);
     std::stable_sort(cs.begin(), cs.begin() + std::ptrdiff_t(top), [](const Candidate& a, const Candidate& b) {
       if (a.estimate->seconds != b.estimate->seconds) return a.estimate->seconds < b.estimate->seconds;
+      if (a.acyclic_pass != b.acyclic_pass) return b.acyclic_pass;
       return a.key < b.key;
     });
   }
@@ -539,6 +542,7 @@ class Enumerator {
   std::optional<CostGuide> guide_;  // best-first order only: the pass's pricing
   static constexpr uint64_t kMinComplementStates = 20000;
   uint64_t pass_states_ = std::numeric_limits<uint64_t>::max();  // this pass's share of states
+  bool acyclic_pass_ = false;      // the pass running is an acyclic one (Candidate::acyclic_pass)
   uint64_t inherited_states_ = 0;  // states the inherited-weight passes expanded, all of them
   std::unordered_set<uint64_t> found_;  // keys of the candidates of earlier passes
   double time_share_ = 0;             // this pass's time limit

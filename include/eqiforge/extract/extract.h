@@ -165,11 +165,20 @@ struct Candidate {
   uint64_t key = 0;                       // its ≈-class (equal keys, equivalent candidates)
   std::optional<ProgramEstimate> estimate;  // with a cost model
   double guide_seconds = 0;               // the guide's price (best-first order; extract/guide.h)
+  // Found by one of the acyclic best-first passes (extract/guide.h:
+  // Completion::Acyclic, Program). At equal estimates the other passes'
+  // candidates rank first: the acyclic passes complement them, and their
+  // ties are not the same kernels on a GPU (rmsnorm + SwiGLU FFN at batch 1:
+  // with them, the 16 candidates tuned, all tied with the best at 65.3 us
+  // by the model, ran at 130 us at best on an H100; the earlier passes'
+  // best at 68 us).
+  bool acyclic_pass = false;
 };
 
 struct ExtractResult {
   ExtractStats stats;
-  // Valid candidates: ranked by estimate (fastest first, then by key) with a
+  // Valid candidates: ranked by estimate (fastest first, then the other
+  // passes' before the acyclic ones', then by key) with a
   // cost model, infeasible ones left out; else in the order they were found.
   std::vector<Candidate> candidates;
 };
