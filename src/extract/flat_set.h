@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "extract/partial.h"
+#include "extract/key.h"
 
 namespace eqf::extract {
 

@@ -706,23 +706,10 @@ double CostGuide::remaining(const PartialProgram& s) {
 
 // ---- Completion::Acyclic and Completion::Program -----------------------------------------
 
-bool CostGuide::reaches(const PartialProgram& s, uint32_t from, uint32_t target) {
-  reach_stack_.assign(1, from);
-  reach_seen_.clear();
-  while (!reach_stack_.empty()) {
-    uint32_t c = reach_stack_.back();
-    reach_stack_.pop_back();
-    if (c == target) return true;
-    if (!reach_seen_.insert(c)) continue;
-    if (const Filled* f = s.find(c))  // a hole has no edges yet
-      for (EClassId k : table_.options(EClassId(c))[f->option].children) reach_stack_.push_back(k.v);
-  }
-  return false;
-}
 
 bool CostGuide::closes_cycle(const PartialProgram& s, const Option& o, uint32_t hole) {
   for (EClassId k : o.children)
-    if (s.find(k.v) && reaches(s, k.v, hole)) return true;
+    if (s.find(k.v) && reaches(table_, s, k.v, hole, reach_stack_, reach_seen_)) return true;
   return false;
 }
 

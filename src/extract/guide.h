@@ -326,7 +326,6 @@ class CostGuide {
   // a class may read a fused tuple that holds it, and joining it there
   // would price a cycle.
   bool paid(const PartialProgram& s, EClassId k, uint32_t scope) const;
-  bool reaches(const PartialProgram& s, uint32_t from, uint32_t target);  // through filled classes
   // Whether filling `hole` with o reads a filled class that leads back to it.
   bool closes_cycle(const PartialProgram& s, const Option& o, uint32_t hole);
   // Whether filling c with o reads the class that reached c (`parent`).

@@ -61,18 +61,17 @@ bool Filler::require(PartialProgram& s, EClassId c, uint8_t req, uint32_t scope,
   return table_.viable(c, req);
 }
 
-bool Filler::reaches(const PartialProgram& s, uint32_t from, uint32_t target) {
-  stack_.assign(1, from);
-  visited_.clear();
-  while (!stack_.empty()) {
-    uint32_t c = stack_.back();
-    stack_.pop_back();
+bool reaches(OptionTable& table, const PartialProgram& s, uint32_t from, uint32_t target,
+             std::vector<uint32_t>& stack, StampedSet& seen) {
+  stack.assign(1, from);
+  seen.clear();
+  while (!stack.empty()) {
+    uint32_t c = stack.back();
+    stack.pop_back();
     if (c == target) return true;
-    if (std::find(visited_.begin(), visited_.end(), c) != visited_.end()) continue;
-    visited_.push_back(c);
-    const Filled* f = s.find(c);
-    if (!f) continue;  // a hole: no edges yet
-    for (EClassId k : table_.options(EClassId(c))[f->option].children) stack_.push_back(k.v);
+    if (!seen.insert(c)) continue;
+    if (const Filled* f = s.find(c))
+      for (EClassId k : table.options(EClassId(c))[f->option].children) stack.push_back(k.v);
   }
   return false;
 }
@@ -85,7 +84,7 @@ bool Filler::fill_first_hole(PartialProgram& s, uint32_t option, double input_by
   // cyclic. Cycles close at the edge added last, so checking the new edges
   // against the filled classes finds every one.
   for (EClassId k : o.children)
-    if (k.v == h.cls || reaches(s, k.v, h.cls)) return false;
+    if (k.v == h.cls || reaches(table_, s, k.v, h.cls, stack_, visited_)) return false;
   // A preduce over a grid axis of its own kernel has no kernel form (its
   // coordinates are different programs): the kernel must end below it.
   if (o.loop_axis != Option::kNoAxis)

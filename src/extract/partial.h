@@ -7,16 +7,10 @@
 #include <vector>
 
 #include "extract/choice.h"
+#include "extract/flat_set.h"
+#include "extract/key.h"
 
 namespace eqf::extract {
-
-// A 128-bit multiset hash: the sum of the filled classes' entry hashes, so
-// it does not depend on the order in which classes were filled.
-struct Key {
-  uint64_t a = 0, b = 0;
-  Key plus(EClassId c, uint64_t canon) const;
-  friend bool operator==(const Key&, const Key&) = default;
-};
 
 // The scope a class is computed in: the nearest loop (a preduce) or kernel
 // root above the use that first reached it. A tile reached again from
@@ -69,6 +63,13 @@ struct PartialProgram {
 // null above every kernel or while that root is still a hole.
 const std::vector<uint32_t>* kernel_grid(OptionTable& table, const PartialProgram& s, uint32_t kernel);
 
+// Whether class `target` is reachable from class `from` through the filled
+// classes' fillings (a hole has no edges yet): filling `target` with an
+// option that reads `from` would close a cycle. `stack` and `seen` are the
+// caller's scratch.
+bool reaches(OptionTable& table, const PartialProgram& s, uint32_t from, uint32_t target,
+             std::vector<uint32_t>& stack, StampedSet& seen);
+
 // Operations that need the e-graph's options.
 class CostGuide;
 
@@ -92,7 +93,6 @@ class Filler {
   bool fill_first_hole(PartialProgram& s, uint32_t option, double input_bytes);
 
  private:
-  bool reaches(const PartialProgram& s, uint32_t from, uint32_t target);
   // The guide's weight of option o's children in kernel `kernel` (1 without a guide).
   double share(EClassId child, double weight) const;
   double weight_below(const PartialProgram& s, EClassId c, const Option& o, uint32_t kernel) const;
@@ -100,7 +100,8 @@ class Filler {
                         uint32_t kernel, double weight);
   OptionTable& table_;
   CostGuide* guide_ = nullptr;
-  std::vector<uint32_t> stack_, visited_;
+  std::vector<uint32_t> stack_;
+  StampedSet visited_;
 };
 
 }  // namespace eqf::extract
