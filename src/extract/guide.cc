@@ -652,12 +652,8 @@ double CostGuide::joined_price(const PartialProgram& s, const Hole& h) {
 
 double CostGuide::remaining(const PartialProgram& s) {
   if (completion_ == Completion::Acyclic || completion_ == Completion::Program) return program_remaining(s);
-  stack_.clear();
+  push_holes(s);
   holes_.clear();
-  for (const Hole& h : s.holes) {
-    const std::vector<uint32_t>* grid = kernel_grid(table_, s, h.kernel);
-    stack_.push_back(Pending{h, grid, grid ? axis_bits(*grid) : 0});
-  }
   const size_t holes = stack_.size();
   const bool joining = completion_ == Completion::Joined && holes > 1;
   if (joining)
@@ -669,7 +665,6 @@ double CostGuide::remaining(const PartialProgram& s) {
     const Pending top = stack_.back();
     stack_.pop_back();
     const Hole& h = top.hole;
-    const std::vector<uint32_t>* grid = top.grid;
     const uint64_t grid_bits = top.grid_bits;
     if (!seen_.insert((uint64_t(h.cls) << 32) | h.scope)) continue;
     if (const Filled* f = s.find(h.cls); f && f->scope == h.scope) continue;  // paid for
@@ -688,20 +683,33 @@ double CostGuide::remaining(const PartialProgram& s) {
         continue;
       }
     }
-    const uint32_t best = go->option;
-    const Option& o = table_.options(c)[best];
-    double used = filling_weight(h.weight, o);
-    total += used * price(c, best);
-    uint8_t cr = table_.child_req(o, h.req);
-    uint32_t scope = scope_below(c, o, h.scope);
-    uint32_t kernel = o.kernel_root ? c.v : h.kernel;
-    const std::vector<uint32_t>* child_grid = o.kernel_root ? &o.grid_axes : grid;
-    const uint64_t child_bits = o.kernel_root ? 0 : grid_bits;  // as the fixpoint prices a body
-    double weight = used * (child_grid ? child_weight(c, o, child_grid) : 1);
-    for (EClassId k : o.children)
-      stack_.push_back(Pending{Hole{k.v, cr, scope, kernel, child_share(k, weight)}, child_grid, child_bits});
+    total += count_filling(top, go->option);
   }
   return total;
+}
+
+void CostGuide::push_holes(const PartialProgram& s) {
+  stack_.clear();
+  for (const Hole& h : s.holes) {
+    const std::vector<uint32_t>* grid = kernel_grid(table_, s, h.kernel);
+    stack_.push_back(Pending{h, grid, grid ? axis_bits(*grid) : 0});
+  }
+}
+
+double CostGuide::count_filling(const Pending& p, uint32_t option) {
+  const Hole& h = p.hole;
+  EClassId c(h.cls);
+  const Option& o = table_.options(c)[option];
+  const double used = filling_weight(h.weight, o);
+  const uint8_t cr = table_.child_req(o, h.req);
+  const uint32_t scope = scope_below(c, o, h.scope);
+  const uint32_t kernel = o.kernel_root ? c.v : h.kernel;
+  const std::vector<uint32_t>* child_grid = o.kernel_root ? &o.grid_axes : p.grid;
+  const uint64_t child_bits = o.kernel_root ? 0 : p.grid_bits;  // as the fixpoint prices a body
+  const double weight = used * (child_grid ? child_weight(c, o, child_grid) : 1);
+  for (EClassId k : o.children)
+    stack_.push_back(Pending{Hole{k.v, cr, scope, kernel, child_share(k, weight)}, child_grid, child_bits, c.v});
+  return used * price(c, option);
 }
 
 // ---- Completion::Acyclic and Completion::Program -----------------------------------------
@@ -720,7 +728,8 @@ bool CostGuide::reads(const Option& o, uint32_t parent) {
 bool CostGuide::paid(const PartialProgram& s, EClassId k, uint32_t scope) const {
   if (const Filled* f = s.find(k.v))
     if (f->scope == scope || own_root(table_.options(k)[f->option])) return true;
-  return completion_ == Completion::Program && counted_.contains((uint64_t(k.v) << 32) | scope) || counted_.contains((uint64_t(k.v) << 32) | kNoScope);
+  return completion_ == Completion::Program &&
+         (counted_.contains((uint64_t(k.v) << 32) | scope) || counted_.contains((uint64_t(k.v) << 32) | kNoScope));
 }
 
 CostGuide::Filling CostGuide::least_filling(const PartialProgram& s, const Pending& p, bool is_hole) {
@@ -752,11 +761,7 @@ CostGuide::Filling CostGuide::least_filling(const PartialProgram& s, const Pendi
 }
 
 double CostGuide::program_remaining(const PartialProgram& s) {
-  stack_.clear();
-  for (const Hole& h : s.holes) {
-    const std::vector<uint32_t>* grid = kernel_grid(table_, s, h.kernel);
-    stack_.push_back(Pending{h, grid, grid ? axis_bits(*grid) : 0});
-  }
+  push_holes(s);
   const size_t holes = stack_.size();
   const bool join = completion_ == Completion::Program;
   if (join && holes > 1) {
@@ -782,8 +787,9 @@ double CostGuide::program_remaining(const PartialProgram& s) {
       for (uint64_t key : counting_) counted_.insert(key);
       counting_.clear();
     }
-    auto [h, grid, grid_bits, parent] = stack_.back();
+    const Pending top = stack_.back();
     stack_.pop_back();
+    const auto& [h, grid, grid_bits, parent] = top;
     const uint64_t key = (uint64_t(h.cls) << 32) | h.scope;
     if (!seen_.insert(key)) continue;
     if (join) counting_.push_back(key);
@@ -795,7 +801,7 @@ double CostGuide::program_remaining(const PartialProgram& s) {
     const Option& cheapest_option = table_.options(c)[best];
     const bool cyclic = reads(cheapest_option, parent) || (is_hole && closes_cycle(s, cheapest_option, c.v));
     if (join || cyclic) {
-      const Filling least = least_filling(s, Pending{h, grid, grid_bits, parent}, is_hole);
+      const Filling least = least_filling(s, top, is_hole);
       if (least.option != kNoOption) {
         if (cyclic || least.price < go->at(h.weight)) best = least.option;
       } else if (is_hole) {
@@ -810,16 +816,7 @@ double CostGuide::program_remaining(const PartialProgram& s) {
       if (!seen_.insert(once)) continue;
       if (join) counting_.push_back(once);
     }
-    const double used = filling_weight(h.weight, o);
-    total += used * price(c, best);
-    const uint8_t cr = table_.child_req(o, h.req);
-    const uint32_t scope = scope_below(c, o, h.scope);
-    const uint32_t kernel = o.kernel_root ? c.v : h.kernel;
-    const std::vector<uint32_t>* child_grid = o.kernel_root ? &o.grid_axes : grid;
-    const uint64_t child_bits = o.kernel_root ? 0 : grid_bits;
-    const double weight = used * (child_grid ? child_weight(c, o, child_grid) : 1);
-    for (EClassId k : o.children)
-      stack_.push_back(Pending{Hole{k.v, cr, scope, kernel, child_share(k, weight)}, child_grid, child_bits, c.v});
+    total += count_filling(top, best);
   }
   return total;
 }

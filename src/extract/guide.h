@@ -314,6 +314,10 @@ class CostGuide {
   // program already has (filled, or holes paid for on their own): that
   // filling alone. kInf when there is none. (Completion::Joined)
   double joined_price(const PartialProgram& s, const Hole& h);
+  void push_holes(const PartialProgram& s);  // s's holes onto stack_, oldest first
+  // Counts filling the pending class with `option`: its children onto
+  // stack_, its price (at its weight) returned.
+  double count_filling(const Pending& p, uint32_t option);
   std::vector<Pending> stack_;               // remaining()'s scratch
   StampedSet seen_;
   StampedSet holes_;  // remaining()'s holes (hole_key), with Completion::Joined only

@@ -112,11 +112,11 @@ def test_failed_whole_program_search_falls_back_to_subgraphs(monkeypatch):
     assert rel_l2(fast(*args), stack2(*args)) <= 1e-2
 
 
-@pytest.mark.parametrize("scale", [1e3, 1e-3])
-def test_a_whole_search_at_its_limit_is_compared_with_the_cut(monkeypatch, scale):
-    """A whole-program search that hits a limit but has candidates: the cut
-    program's subgraphs are searched too, and the lower estimate wins. The
-    whole program's estimates are scaled to make it lose (1e3) or win (1e-3)."""
+def optimize_with_whole_estimates(monkeypatch, scale: float, limit_hit: bool, **options):
+    """optimize(stack2) with the whole program's search result replaced: its
+    candidates' estimates scaled by `scale`, its stats saying `limit_hit`
+    (on a slow machine the real search may stop at FAST's time limit).
+    Returns the program and, per search, whether it was the whole program's."""
     import dataclasses
 
     args = stack_args(layers=2)
@@ -124,19 +124,29 @@ def test_a_whole_search_at_its_limit_is_compared_with_the_cut(monkeypatch, scale
     real = search.find_candidates
     seen = []
 
-    def limited_whole(text, options, target, file="<program>"):
+    def replaced(text, options, target, file="<program>"):
         seen.append(text == whole)
         found = real(text, options, target, file)
         if text != whole:
             return found
         assert found.candidates
         scaled = [dataclasses.replace(c, estimate_s=c.estimate_s * scale) for c in found.candidates]
-        return search.SearchResult(scaled, {**found.stats, "limit_hit": True})
+        return search.SearchResult(scaled, {**found.stats, "limit_hit": limit_hit})
 
-    monkeypatch.setattr(search, "find_candidates", limited_whole)
+    monkeypatch.setattr(search, "find_candidates", replaced)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InterpreterWarning)
-        fast = eqiforge.optimize(stack2, *args, partition_ops=0, **FAST)
+        fast = eqiforge.optimize(stack2, *args, partition_ops=0, **options, **FAST)
+    assert rel_l2(fast(*args), stack2(*args)) <= 1e-2
+    return fast, seen
+
+
+@pytest.mark.parametrize("scale", [1e3, 1e-3])
+def test_a_whole_search_at_its_limit_is_compared_with_the_cut(monkeypatch, scale):
+    """A whole-program search that hits a limit but has candidates: the cut
+    program's subgraphs are searched too, and the lower estimate wins. The
+    whole program's estimates are scaled to make it lose (1e3) or win (1e-3)."""
+    fast, seen = optimize_with_whole_estimates(monkeypatch, scale, limit_hit=True)
     # The whole program, then one search for both identical halves -- not
     # repeated when the cut is composed.
     assert seen == [True, False]
@@ -145,7 +155,6 @@ def test_a_whole_search_at_its_limit_is_compared_with_the_cut(monkeypatch, scale
         assert fast.stats.reason.startswith("the whole-program search hit a limit; its best estimate")
     else:
         assert not isinstance(fast, P.ComposedProgram)
-    assert rel_l2(fast(*args), stack2(*args)) <= 1e-2
 
 
 @pytest.mark.parametrize("cut_compare_ops", [14, 0])
@@ -155,28 +164,7 @@ def test_a_large_whole_program_is_compared_with_the_cut(monkeypatch, cut_compare
     too, since best-first search is not exhaustive; the whole program's
     estimates are scaled to lose. With cut_compare_ops=0 only a limit
     triggers the comparison: one search, the whole program kept."""
-    import dataclasses
-
-    args = stack_args(layers=2)
-    whole = to_ir(stack2, *args).text
-    real = search.find_candidates
-    seen = []
-
-    def dear_whole(text, options, target, file="<program>"):
-        seen.append(text == whole)
-        found = real(text, options, target, file)
-        if text != whole:
-            return found
-        assert found.candidates
-        # As if the search had ended by itself (on a slow machine it may stop
-        # at FAST's time limit, which compares with the cut anyway).
-        return search.SearchResult([dataclasses.replace(c, estimate_s=c.estimate_s * 1e3) for c in found.candidates],
-                                   {**found.stats, "limit_hit": False})
-
-    monkeypatch.setattr(search, "find_candidates", dear_whole)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", InterpreterWarning)
-        fast = eqiforge.optimize(stack2, *args, partition_ops=0, cut_compare_ops=cut_compare_ops, **FAST)
+    fast, seen = optimize_with_whole_estimates(monkeypatch, 1e3, limit_hit=False, cut_compare_ops=cut_compare_ops)
     if cut_compare_ops:
         assert seen == [True, False]
         assert isinstance(fast, P.ComposedProgram)
@@ -184,7 +172,6 @@ def test_a_large_whole_program_is_compared_with_the_cut(monkeypatch, cut_compare
     else:
         assert seen == [True]
         assert not isinstance(fast, P.ComposedProgram)
-    assert rel_l2(fast(*args), stack2(*args)) <= 1e-2
 
 
 def test_ir_evaluated_in_pytorch_matches_eager():
