@@ -420,20 +420,7 @@ TEST(ExtractBestFirst, SlidingWindowDecodeSplitsTheMergeOnTheValueDim) {
 // candidate. Found now: the keys and values read by one kernel of key
 // blocks, whose states the three outputs merge.
 TEST(ExtractBestFirst, AttentionWithASinkReadsTheKeysInOneKernel) {
-  const std::string text = R"(
-(program attention_sink
-  (dims (h 16) (k1 8192) (e 64) (n1 64))
-  (input q f16 [h e])
-  (input k_cache f16 [h k1 e])
-  (input sinks f16 [h])
-  (input v_cache f16 [h k1 n1])
-  (let scores (div (matmul e q k_cache) 8))
-  (let m (max2 (max k1 scores) sinks))
-  (let p (exp (sub scores m)))
-  (output pv [h n1] (matmul k1 p v_cache))
-  (output l [h] (sum k1 p))
-  (output shift [h] (sub sinks m))))";
-  Saturated s(text, "attention_sink.eqf");
+  Saturated s("examples/workloads/attention_sink_core.eqf");
   ExtractResult r = best_first(s, 256);
   ASSERT_FALSE(r.candidates.empty());
   const Candidate& best = r.candidates.front();
@@ -453,21 +440,7 @@ TEST(ExtractBestFirst, AttentionWithASinkReadsTheKeysInOneKernel) {
 // attention's, and the best is flash-decoding: one kernel of key blocks
 // (both maps in its tile, so V is read once), then the merge.
 TEST(ExtractBestFirst, DifferentialAttentionSlicesAfterTheContraction) {
-  const std::string text = R"(
-(program diff_attention
-  (dims (h 4) (h1 2) (t 2048) (e 64) (f 128))
-  (input q f16 [h h1 e])
-  (input k_cache f16 [h h1 t e])
-  (input v_cache f16 [h t f])
-  (input lam f16 [h])
-  (let scores (div (matmul e q k_cache) 8))
-  (let m (max t scores))
-  (let p (exp (sub scores m)))
-  (let s (div p (sum t p)))
-  (let first (sum h1 (where (eq (iota h1) 0) s 0)))
-  (let second (sum h1 (where (eq (iota h1) 1) s 0)))
-  (output o [h f] (matmul t (sub first (mul lam second)) v_cache))))";
-  Saturated s(text, "diff_attention.eqf");
+  Saturated s("examples/workloads/diff_attention_core.eqf");
   ExtractResult r = best_first(s, 256);
   ASSERT_FALSE(r.candidates.empty());
   const Candidate& best = r.candidates.front();
