@@ -696,7 +696,7 @@ void CostGuide::push_holes(const PartialProgram& s) {
   }
 }
 
-double CostGuide::count_filling(const Pending& p, uint32_t option) {
+double CostGuide::count_filling(const Pending& p, uint32_t option, std::vector<Pending>& stack) {
   const Hole& h = p.hole;
   EClassId c(h.cls);
   const Option& o = table_.options(c)[option];
@@ -708,7 +708,7 @@ double CostGuide::count_filling(const Pending& p, uint32_t option) {
   const uint64_t child_bits = o.kernel_root ? 0 : p.grid_bits;  // as the fixpoint prices a body
   const double weight = used * (child_grid ? child_weight(c, o, child_grid) : 1);
   for (EClassId k : o.children)
-    stack_.push_back(Pending{Hole{k.v, cr, scope, kernel, child_share(k, weight)}, child_grid, child_bits, c.v});
+    stack.push_back(Pending{Hole{k.v, cr, scope, kernel, child_share(k, weight)}, child_grid, child_bits, c.v});
   return used * price(c, option);
 }
 
@@ -732,29 +732,33 @@ bool CostGuide::paid(const PartialProgram& s, EClassId k, uint32_t scope) const 
          (counted_.contains((uint64_t(k.v) << 32) | scope) || counted_.contains((uint64_t(k.v) << 32) | kNoScope));
 }
 
-CostGuide::Filling CostGuide::least_filling(const PartialProgram& s, const Pending& p, bool is_hole) {
+double CostGuide::filling_estimate(const PartialProgram& s, const Pending& p, uint32_t i, bool is_hole, double bound) {
   EClassId c(p.hole.cls);
-  std::span<const Option> options = table_.options(c);
-  const uint64_t ctx = context(c, p.grid_bits);
+  const Option& o = table_.options(c)[i];
+  if (!table_.viable(c, o, p.hole.req) || forbidden(o, context(c, p.grid_bits)) || reads(o, p.parent)) return kInf;
+  if (is_hole && closes_cycle(s, o, c.v)) return kInf;
+  const double used = filling_weight(p.hole.weight, o);
+  double total = used * price(c, i);
+  const uint32_t scope = scope_below(c, o, p.hole.scope);
+  const uint8_t req = table_.child_req(o, p.hole.req);
+  const std::vector<uint32_t>* child_grid = o.kernel_root ? &o.grid_axes : p.grid;
+  const uint64_t child_bits = o.kernel_root ? 0 : p.grid_bits;
+  const double weight = used * (child_grid ? child_weight(c, o, child_grid) : 1);
+  for (EClassId k : o.children) {
+    if (!(total < bound)) return kInf;
+    if (paid(s, k, scope)) continue;
+    const double w = child_share(k, weight);
+    const Go* go = cheapest(k, req, w, context(k, child_bits));
+    total += go ? go->at(w) : kInf;
+  }
+  return total < bound ? total : kInf;
+}
+
+CostGuide::Filling CostGuide::least_filling(const PartialProgram& s, const Pending& p, bool is_hole) {
   Filling best;
-  for (uint32_t i = 0; i < options.size(); ++i) {
-    const Option& o = options[i];
-    if (!table_.viable(c, o, p.hole.req) || forbidden(o, ctx) || reads(o, p.parent)) continue;
-    if (is_hole && closes_cycle(s, o, c.v)) continue;
-    const double used = filling_weight(p.hole.weight, o);
-    double total = used * price(c, i);
-    const uint32_t scope = scope_below(c, o, p.hole.scope);
-    const uint8_t req = table_.child_req(o, p.hole.req);
-    const std::vector<uint32_t>* child_grid = o.kernel_root ? &o.grid_axes : p.grid;
-    const uint64_t child_bits = o.kernel_root ? 0 : p.grid_bits;
-    const double weight = used * (child_grid ? child_weight(c, o, child_grid) : 1);
-    for (EClassId k : o.children) {
-      if (!(total < best.price)) break;
-      if (paid(s, k, scope)) continue;
-      const double w = child_share(k, weight);
-      const Go* go = cheapest(k, req, w, context(k, child_bits));
-      total += go ? go->at(w) : kInf;
-    }
+  const size_t n = table_.options(EClassId(p.hole.cls)).size();
+  for (uint32_t i = 0; i < n; ++i) {
+    const double total = filling_estimate(s, p, i, is_hole, best.price);
     if (total < best.price) best = Filling{i, total};
   }
   return best;
@@ -777,48 +781,146 @@ double CostGuide::program_remaining(const PartialProgram& s) {
     std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return hole_price_[a] < hole_price_[b]; });
     for (uint32_t i = 0; i < holes; ++i) stack_[i] = holes_first_[order[i]];
   }
+  if (!join || holes < 2) return count_program(s, kNoOption);
+  // The first hole's filling decides what the others can join: a filling
+  // that is cheapest on its own (P.V in a kernel of its own) can leave the
+  // other holes to read the keys again each, where the fused state that
+  // costs as much on its own serves them all. So each of the first hole's
+  // fillings near the least (hole_filling's range) is tried with the whole
+  // count, and the least count is the price.
+  holes_first_.assign(stack_.begin(), stack_.end());
+  const Pending first = stack_.back();
+  seen_.clear();  // nothing counted yet: near_fillings reads what is paid for
+  counted_.clear();
+  near_fillings(s, first);
+  first_fillings_.assign(trial_fillings_.begin(), trial_fillings_.end());
+  if (first_fillings_.size() < 2) return count_program(s, kNoOption);
+  double least = kInf;
+  for (const Filling& f : first_fillings_) {
+    stack_.assign(holes_first_.begin(), holes_first_.end());
+    least = std::min(least, count_program(s, f.option, least));
+  }
+  return least;
+}
+
+double CostGuide::count_program(const PartialProgram& s, uint32_t first_option, double bound) {
+  const bool join = completion_ == Completion::Program;
   seen_.clear();
   counted_.clear();
   counting_.clear();
   double total = 0;
+  uint32_t forced = first_option;
   while (!stack_.empty()) {
-    const bool is_hole = stack_.size() <= holes;  // the first `holes` entries are s's holes
+    if (!(total < bound)) return kInf;
+    const Pending top = stack_.back();
+    stack_.pop_back();
+    const bool is_hole = top.parent == kNoScope;  // one of s's holes (not a class a filling reached)
     if (join && is_hole) {
       for (uint64_t key : counting_) counted_.insert(key);
       counting_.clear();
     }
-    const Pending top = stack_.back();
-    stack_.pop_back();
-    const auto& [h, grid, grid_bits, parent] = top;
-    const uint64_t key = (uint64_t(h.cls) << 32) | h.scope;
-    if (!seen_.insert(key)) continue;
-    if (join) counting_.push_back(key);
-    if (const Filled* f = s.find(h.cls); f && f->scope == h.scope) continue;  // paid for
-    EClassId c(h.cls);
-    const Go* go = cheapest(c, h.req, h.weight, context(c, grid_bits));
-    if (!go) return kInf;
-    uint32_t best = go->option;
-    const Option& cheapest_option = table_.options(c)[best];
-    const bool cyclic = reads(cheapest_option, parent) || (is_hole && closes_cycle(s, cheapest_option, c.v));
-    if (join || cyclic) {
-      const Filling least = least_filling(s, top, is_hole);
-      if (least.option != kNoOption) {
-        if (cyclic || least.price < go->at(h.weight)) best = least.option;
-      } else if (is_hole) {
-        return kInf;  // every filling closes a cycle: a dead end
-      }
-    }
-    const Option& o = table_.options(c)[best];
-    // A kernel of its own is computed once, whatever scopes read it.
-    if (own_root(o)) {
-      if (const Filled* f = s.find(h.cls); f && f->option == best) continue;
-      const uint64_t once = (uint64_t(h.cls) << 32) | kNoScope;
-      if (!seen_.insert(once)) continue;
-      if (join) counting_.push_back(once);
-    }
-    total += count_filling(top, best);
+    if (!count_pending(s, top, is_hole, /*trial=*/false, total, forced)) return kInf;
+    forced = kNoOption;
   }
   return total;
+}
+
+bool CostGuide::count_pending(const PartialProgram& s, const Pending& top, bool is_hole, bool trial, double& total,
+                              uint32_t forced) {
+  const bool join = completion_ == Completion::Program;
+  const auto& [h, grid, grid_bits, parent] = top;
+  // A trial leaves seen_ as it is: what it counts goes to trial_seen_.
+  auto first_time = [&](uint64_t key) {
+    if (!trial) return seen_.insert(key);
+    return !seen_.contains(key) && trial_seen_.insert(key);
+  };
+  const uint64_t key = (uint64_t(h.cls) << 32) | h.scope;
+  if (!first_time(key)) return true;
+  if (join && !trial) counting_.push_back(key);
+  if (const Filled* f = s.find(h.cls); f && f->scope == h.scope) return true;  // paid for
+  EClassId c(h.cls);
+  const Go* go = cheapest(c, h.req, h.weight, context(c, grid_bits));
+  if (!go) return false;
+  uint32_t best = go->option;
+  const Option& cheapest_option = table_.options(c)[best];
+  const bool cyclic = reads(cheapest_option, parent) || (is_hole && closes_cycle(s, cheapest_option, c.v));
+  if (forced != kNoOption) {
+    best = forced;
+  } else if (join && is_hole) {
+    best = hole_filling(s, top);
+    if (best == kNoOption) return false;  // every filling closes a cycle: a dead end
+  } else if (join || cyclic) {
+    const Filling least = least_filling(s, top, is_hole);
+    if (least.option != kNoOption) {
+      if (cyclic || least.price < go->at(h.weight)) best = least.option;
+    } else if (is_hole) {
+      return false;  // every filling closes a cycle: a dead end
+    }
+  }
+  const Option& o = table_.options(c)[best];
+  // A kernel of its own is computed once, whatever scopes read it.
+  if (own_root(o)) {
+    if (const Filled* f = s.find(h.cls); f && f->option == best) return true;
+    const uint64_t once = (uint64_t(h.cls) << 32) | kNoScope;
+    if (!first_time(once)) return true;
+    if (join && !trial) counting_.push_back(once);
+  }
+  total += count_filling(top, best, trial ? trial_stack_ : stack_);
+  return true;
+}
+
+void CostGuide::near_fillings(const PartialProgram& s, const Pending& hole) {
+  EClassId c(hole.hole.cls);
+  const size_t options = table_.options(c).size();
+  trial_fillings_.clear();
+  for (uint32_t i = 0; i < options; ++i) {
+    const double e = filling_estimate(s, hole, i, /*is_hole=*/true, kInf);
+    if (e < kInf) trial_fillings_.push_back(Filling{i, e});
+  }
+  std::stable_sort(trial_fillings_.begin(), trial_fillings_.end(),
+                   [](const Filling& a, const Filling& b) { return a.price < b.price; });
+  size_t n = std::min(trial_fillings_.size(), kTrialFillings);
+  while (n > 1 && trial_fillings_[n - 1].price > trial_fillings_[0].price * kTrialRange) --n;
+  trial_fillings_.resize(n);
+}
+
+uint32_t CostGuide::hole_filling(const PartialProgram& s, const Pending& hole) {
+  // Those near the least estimate are counted as the completion would count
+  // them, and the least count wins. The estimate takes each child's
+  // cheapest subprogram, whose shared price a fused tuple makes optimistic
+  // (a tuple at its dearest part); counted, its parts may be separate loops.
+  // On attention with a sink at an H100's bandwidth, a loop over the keys
+  // inside an output kernel looked cheaper than flash-decoding's state
+  // (27.4 against 29.3 us) and counted 48: the partial programs on the path
+  // to the best candidate were priced up to 2.5x its price, past every
+  // candidate the pass found before its share ran out.
+  near_fillings(s, hole);
+  if (trial_fillings_.empty()) return kNoOption;
+  const size_t n = trial_fillings_.size();
+  if (n == 1) return trial_fillings_[0].option;
+  EClassId c(hole.hole.cls);
+  std::span<const Option> options = table_.options(c);
+  Filling best;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t option = trial_fillings_[i].option;
+    trial_seen_.clear();
+    trial_stack_.clear();
+    double counted = 0;
+    bool ok = true;
+    // As count_pending: a kernel of its own filled so, or counted already,
+    // costs nothing more.
+    const Filled* f = s.find(c.v);
+    const bool counted_once = own_root(options[option]) &&
+                              ((f && f->option == option) || seen_.contains((uint64_t(c.v) << 32) | kNoScope));
+    if (!counted_once) counted = count_filling(hole, option, trial_stack_);
+    while (ok && !trial_stack_.empty() && counted < best.price) {
+      const Pending p = trial_stack_.back();
+      trial_stack_.pop_back();
+      ok = count_pending(s, p, /*is_hole=*/false, /*trial=*/true, counted);
+    }
+    if (ok && counted < best.price) best = Filling{option, counted};
+  }
+  return best.option != kNoOption ? best.option : trial_fillings_[0].option;
 }
 
 }  // namespace eqf::extract

@@ -107,8 +107,13 @@ enum class KernelWeight : uint8_t { Inherited, Own };
 //   program  as acyclic, and the dearest hole is counted first, then each
 //            class takes the filling that costs least with what is counted
 //            (the whole attention-with-a-sink layer: its outputs join the
-//            state the dearest one counts). Dearer to compute: every class
-//            counted weighs its fillings.
+//            state the dearest one counts). A hole's fillings whose
+//            estimates are near the least are counted, and the least count
+//            wins (a fused tuple's estimate is optimistic); the dearest
+//            hole's near fillings are each counted with the whole
+//            completion, since what it counts decides what the others can
+//            join. Dearer to compute: every class counted weighs its
+//            fillings.
 enum class Completion : uint8_t { Apart, Joined, Acyclic, Program };
 
 class CostGuide {
@@ -317,7 +322,8 @@ class CostGuide {
   void push_holes(const PartialProgram& s);  // s's holes onto stack_, oldest first
   // Counts filling the pending class with `option`: its children onto
   // stack_, its price (at its weight) returned.
-  double count_filling(const Pending& p, uint32_t option);
+  double count_filling(const Pending& p, uint32_t option) { return count_filling(p, option, stack_); }
+  double count_filling(const Pending& p, uint32_t option, std::vector<Pending>& stack);
   std::vector<Pending> stack_;               // remaining()'s scratch
   StampedSet seen_;
   StampedSet holes_;  // remaining()'s holes (hole_key), with Completion::Joined only
@@ -342,6 +348,35 @@ class CostGuide {
     double price = std::numeric_limits<double>::infinity();
   };
   Filling least_filling(const PartialProgram& s, const Pending& p, bool is_hole);
+  // least_filling's estimate of filling p's class with option i: its price
+  // plus its unpaid children's cheapest subprograms; kInf if that filling is
+  // excluded or costs `bound` or more.
+  double filling_estimate(const PartialProgram& s, const Pending& p, uint32_t i, bool is_hole, double bound);
+  // One step of program_remaining's count: the filling of the pending class
+  // `top` (none if it is paid for already), its price added to `total` and
+  // its children pushed. False at a dead end. A trial (hole_filling) counts
+  // into trial_seen_ and trial_stack_, leaving the count's state as it is.
+  bool count_pending(const PartialProgram& s, const Pending& top, bool is_hole, bool trial, double& total,
+                     uint32_t forced = kNoOption);
+  // program_remaining's count of the holes on stack_ (the dearest last),
+  // the first one popped filled with `first_option` unless kNoOption; kInf
+  // once it reaches `bound`.
+  double count_program(const PartialProgram& s, uint32_t first_option,
+                       double bound = std::numeric_limits<double>::infinity());
+  // Into trial_fillings_: the fillings of `hole` whose estimate is within
+  // kTrialRange of the least, at most kTrialFillings, least first.
+  void near_fillings(const PartialProgram& s, const Pending& hole);
+  std::vector<Filling> first_fillings_;
+  // Completion::Program's filling of one of s's holes: of the fillings whose
+  // estimate is within kTrialRange of the least (at most kTrialFillings),
+  // the one whose count is least. kNoOption when every filling closes a
+  // cycle.
+  uint32_t hole_filling(const PartialProgram& s, const Pending& hole);
+  static constexpr size_t kTrialFillings = 16;
+  static constexpr double kTrialRange = 1.5;
+  std::vector<Filling> trial_fillings_;
+  std::vector<Pending> trial_stack_;
+  StampedSet trial_seen_;
   std::vector<Pending> holes_first_;  // the holes, dearest last (the stack pops from its back)
   std::vector<double> hole_price_;
   std::vector<uint32_t> hole_order_;

@@ -33,11 +33,15 @@ CORES = {
 }
 
 
-@pytest.fixture(scope="module", params=sorted(CORES))
+# Both GPUs' cost models: at the H100's lower bandwidth the guide once
+# priced the sink's fused state past every candidate its pass found, and the
+# search missed the one-kernel form (37.1 us, seven kernels, against 28.6).
+@pytest.fixture(scope="module", params=[(name, target) for name in sorted(CORES) for target in ("h100", "h200")],
+                ids=lambda p: f"{p[0]}-{p[1]}")
 def extracted(request):
-    name = request.param
+    name, target = request.param
     naive = (WORKLOADS / name).read_text()
-    return name, naive, check.extract(naive, 3, ["--target", "h200"], source=name)
+    return name, naive, check.extract(naive, 3, ["--target", target], source=name)
 
 
 def test_the_first_candidate_reads_the_keys_in_one_kernel_of_key_blocks(extracted):
