@@ -18,12 +18,13 @@ import cProfile
 import io
 import json
 import pstats
+import itertools
 import time
 from pathlib import Path
 
 import torch
 
-from . import workloads as W
+from . import timing, workloads as W
 
 
 def host_us(fn, reps: int = 300) -> tuple[float, float]:
@@ -68,27 +69,49 @@ def probe(case: W.Case, budget_s: float, opts: dict) -> dict:
     t = time.perf_counter()
     run = eqiforge.optimize(fn, *example, budget_s=budget_s, baselines=False, **opts)
     setup = time.perf_counter() - t
+    runner = getattr(run, "runner", None)   # a composed program has one per subgraph
     row: dict = {"id": case.id, "optimize_s": setup, "kernels": len(run.report.kernels),
-                 "runner": type(run.runner).__name__}
-    b = run.binding
-    inputs = b.module_inputs(args)
-    outputs = run.runner(*inputs)
+                 "runner": type(runner).__name__ if runner is not None else type(run).__name__}
+    # The input sets bench.run rotates among (inputs that fit in the L2).
+    sets = [args] + [W.make_inputs(case, "cuda", torch.float16, 10 + i)
+                     for i in range(1, timing.rotation_count(case.input_bytes()))]
+    cycle = itertools.cycle(sets)
     with torch.no_grad():
-        stages = {
-            "call": lambda: run(*args),
-            "check_args": lambda: b.check_args(args),
-            "module_inputs": lambda: b.module_inputs(args),
-            "runner": lambda: run.runner(*inputs),
-            "user_outputs": lambda: b.user_outputs(outputs),
-            "eager": lambda: fn(*args),
-        }
+        stages = {"call": lambda: run(*args), "eager": lambda: fn(*args)}
+        if runner is not None:
+            b = run.binding
+            inputs = b.module_inputs(args)
+            outputs = runner(*inputs)
+            stages.update({
+                "check_args": lambda: b.check_args(args),
+                "module_inputs": lambda: b.module_inputs(args),
+                "runner": lambda: runner(*inputs),
+                "user_outputs": lambda: b.user_outputs(outputs),
+            })
         row["host_us"] = {}
         row["back_to_back_us"] = {}
         for name, f in stages.items():
             h, total = host_us(f)
             row["host_us"][name] = h
             row["back_to_back_us"][name] = total
-        row["do_bench_us"] = {name: do_bench_us(stages[name]) for name in ("call", "runner", "eager")}
+        row["do_bench_us"] = {name: do_bench_us(stages[name]) for name in ("call", "eager")}
+        row["rotating_sets"] = len(sets)
+        row["do_bench_us"]["call_rotating"] = do_bench_us(lambda: run(*next(cycle)))
+        row["do_bench_us"]["eager_rotating"] = do_bench_us(lambda: fn(*next(cycle)))
+        # Calls that left the lean path for Triton's launch path.
+        fallback = getattr(runner, "fallback", None)
+        if fallback is not None:
+            count = [0]
+
+            def counted(*a):
+                count[0] += 1
+                return fallback(*a)
+
+            runner.fallback = counted
+            for _ in range(len(sets) * 3):
+                run(*next(cycle))
+            runner.fallback = fallback
+            row["lean_fallbacks"] = f"{count[0]} of {len(sets) * 3}"
         row["profile"] = profile_text(stages["call"])
     return row
 
@@ -109,15 +132,24 @@ def main() -> None:
         print(json.dumps({k: v for k, v in row.items() if k != "profile"}), flush=True)
     (out / "launch-overhead.json").write_text(json.dumps(rows, indent=1))
     lines = [f"# Host time per call ({torch.cuda.get_device_name()})", "",
+             "Host µs per call (enqueue only), by stage; do_bench medians (µs) of the same inputs "
+             "every call and of the input sets bench.run rotates among.", "",
              "| case | kernels | runner | call | check_args | module_inputs | runner | user_outputs | eager "
-             "| do_bench call | do_bench runner | do_bench eager |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| do_bench call | do_bench eager | sets | do_bench call, rotating | do_bench eager, rotating "
+             "| lean fallbacks |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def num(v):
+        return "–" if v is None else f"{v:.1f}"
+
     for r in rows:
         h, d = r["host_us"], r["do_bench_us"]
         lines.append(f"| {r['id']} | {r['kernels']} | {r['runner']} | " +
-                     " | ".join(f"{h[k]:.1f}" for k in ("call", "check_args", "module_inputs", "runner",
+                     " | ".join(num(h.get(k)) for k in ("call", "check_args", "module_inputs", "runner",
                                                          "user_outputs", "eager")) + " | " +
-                     " | ".join(f"{d[k]:.1f}" for k in ("call", "runner", "eager")) + " |")
+                     " | ".join(num(d.get(k)) for k in ("call", "eager")) + f" | {r['rotating_sets']} | " +
+                     " | ".join(num(d.get(k)) for k in ("call_rotating", "eager_rotating")) +
+                     f" | {r.get('lean_fallbacks', '–')} |")
     lines.append("")
     for r in rows:
         lines += [f"## {r['id']}: cProfile of 300 calls", "", "```", r["profile"], "```", ""]
