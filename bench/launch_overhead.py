@@ -56,7 +56,7 @@ def profile_text(fn, reps: int = 300, top: int = 25) -> str:
     prof.disable()
     torch.cuda.synchronize()
     out = io.StringIO()
-    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
+    pstats.Stats(prof, stream=out).strip_dirs().sort_stats("tottime").print_stats(top)
     return out.getvalue()
 
 
