@@ -200,9 +200,11 @@ class Enumerator {
           {GuidePricing::Shared, KernelWeight::Own, false, Completion::Joined},
           {GuidePricing::Shared, KernelWeight::Own, false, Completion::Acyclic},
           {GuidePricing::Shared, KernelWeight::Own, false, Completion::Program},
+          {GuidePricing::Shared, KernelWeight::Own, false, Completion::Counted},
       };
       for (auto [pricing, kernel_weight, defer, completion] : kPasses) {
-        acyclic_pass_ = completion == Completion::Acyclic || completion == Completion::Program;
+        acyclic_pass_ = completion == Completion::Acyclic || completion == Completion::Program ||
+                        completion == Completion::Counted;
         // Deferring changes nothing where the first pass met no staged-out
         // partial program.
         if (defer && !met_staged_out_) continue;

@@ -107,14 +107,21 @@ enum class KernelWeight : uint8_t { Inherited, Own };
 //   program  as acyclic, and the dearest hole is counted first, then each
 //            class takes the filling that costs least with what is counted
 //            (the whole attention-with-a-sink layer: its outputs join the
-//            state the dearest one counts). A hole's fillings whose
-//            estimates are near the least are counted, and the least count
-//            wins (a fused tuple's estimate is optimistic); the dearest
-//            hole's near fillings are each counted with the whole
-//            completion, since what it counts decides what the others can
-//            join. Dearer to compute: every class counted weighs its
-//            fillings.
-enum class Completion : uint8_t { Apart, Joined, Acyclic, Program };
+//            state the dearest one counts). Dearer to compute: every class
+//            counted weighs its fillings.
+//   counted  as program, and a hole's fillings whose estimates are near the
+//            least are counted, the least count winning (a fused tuple's
+//            estimate is optimistic: its parts may count as separate
+//            loops); the dearest hole's near fillings are each counted with
+//            the whole completion, since what it counts decides what the
+//            others can join. At an H100's bandwidth the program completion
+//            priced the partial programs on the way to the sink's one-kernel
+//            form up to 2.5x its price, past every candidate its pass found
+//            (28.6 us by the model, 37.1 found). Dearer still: a hole is
+//            counted once per near filling. It complements program, which
+//            finds others' best (differential attention's core: 7.42 us
+//            against this one's 8.23).
+enum class Completion : uint8_t { Apart, Joined, Acyclic, Program, Counted };
 
 class CostGuide {
  public:
@@ -145,6 +152,12 @@ class CostGuide {
   bool analyze(std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
   bool analyzed() const { return analyzed_; }
   GuidePricing pricing() const { return pricing_; }
+  // Completion::Acyclic, Program and Counted count a kernel of its own once;
+  // Program and Counted also join what earlier holes counted.
+  bool counts_kernels_once() const {
+    return completion_ == Completion::Acyclic || completion_ == Completion::Program || completion_ == Completion::Counted;
+  }
+  bool joins() const { return completion_ == Completion::Program || completion_ == Completion::Counted; }
   KernelWeight kernel_weight() const { return kernel_weight_; }
   Completion completion() const { return completion_; }
   // Another completion (a pass that reuses this analysis).
@@ -178,7 +191,7 @@ class CostGuide {
   // option there. See "Kernel contexts" below.
   double to_go(EClassId c, uint8_t req, double weight = 1, const std::vector<uint32_t>* grid = nullptr) const;
   // What computing c again in another scope costs (Filler's charge): with
-  // Completion::Acyclic and Program, its cheapest subprogram's fillings within the
+  // Completion::Acyclic, Program and Counted, its cheapest subprogram's fillings within the
   // user's kernel only -- the kernels of their own below it and the buffers
   // it reads are stored once and loaded (three output kernels read one
   // flash-decoding merge: charged with its key-blocks kernel each, that
@@ -328,10 +341,10 @@ class CostGuide {
   StampedSet seen_;
   StampedSet holes_;  // remaining()'s holes (hole_key), with Completion::Joined only
 
-  // Completion::Acyclic and Program (see there).
+  // Completion::Acyclic, Program and Counted (see there).
   double program_remaining(const PartialProgram& s);
   // Whether class k, used from `scope`, is paid for already: filled in that
-  // scope (a kernel of its own: in any), or (Completion::Program) counted
+  // scope (a kernel of its own: in any), or (Program and Counted) counted
   // for an earlier hole -- never what the current hole's own count reached:
   // a class may read a fused tuple that holds it, and joining it there
   // would price a cycle.
@@ -361,7 +374,7 @@ class CostGuide {
   // program_remaining's count of the holes on stack_ (the dearest last),
   // the first one popped filled with `first_option` unless kNoOption; kInf
   // once it reaches `bound`.
-  double count_program(const PartialProgram& s, uint32_t first_option,
+  double count_program(const PartialProgram& s, size_t holes, uint32_t first_option,
                        double bound = std::numeric_limits<double>::infinity());
   // Into trial_fillings_: the fillings of `hole` whose estimate is within
   // kTrialRange of the least, at most kTrialFillings, least first.
