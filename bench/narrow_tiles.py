@@ -1,0 +1,81 @@
+"""How fast a GEMV streams a weight in narrow tiles (few contiguous bytes a row).
+
+The cost model prices a load whose rows hold few contiguous bytes at a
+fraction of the DRAM bandwidth (`dram_efficiency` in
+src/cost/cost_model.cc). This measures it for the form the emitter writes
+at batch 1 without tl.dot: out[n] = sum_k x[k] * W[k, n], each program
+owning BN columns and looping over K in [BK, BN] tiles (BK = K: one
+iteration, the whole column strip at once), the product summed on the FP
+units. W is [K, N] fp16, row-major.
+
+    python3 -m bench.narrow_tiles --out narrow_tiles.json
+
+Prints one line per configuration (µs, GB/s) and writes them as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def gemv_sum(x_ptr, w_ptr, out_ptr, K, N, BK: tl.constexpr, BN: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = pid * BN + tl.arange(0, BN)
+    acc = tl.zeros([BN], dtype=tl.float32)
+    for k in range(0, K, BK):
+        rows = k + tl.arange(0, BK)
+        x = tl.load(x_ptr + rows).to(tl.float32)
+        tile = tl.load(w_ptr + rows[:, None] * N + cols[None, :]).to(tl.float32)
+        acc += tl.sum(x[:, None] * tile, axis=0)
+    tl.store(out_ptr + cols, acc.to(tl.float16))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--K", type=int, default=4096)
+    ap.add_argument("--N", type=int, default=4096)
+    ap.add_argument("--max-tile", type=int, default=65536, help="largest BK x BN tried")
+    args = ap.parse_args(argv)
+    K, N = args.K, args.N
+    w = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    x = torch.randn(K, device="cuda", dtype=torch.float16)
+    out = torch.empty(N, device="cuda", dtype=torch.float16)
+    want = (x.float() @ w.float())
+    rows = []
+    for BN in (8, 16, 32, 64, 128):
+        for BK in (64, 256, 1024, K):
+            if BK * BN > args.max_tile:
+                continue
+            for warps in (4, 8):
+                fn = lambda: gemv_sum[(N // BN,)](x, w, out, K, N, BK=BK, BN=BN, num_warps=warps, num_stages=3)
+                try:
+                    fn()
+                    torch.cuda.synchronize()
+                    err = float((out.float() - want).norm() / want.norm())
+                    ms = triton.testing.do_bench(fn, warmup=25, rep=100)
+                except Exception as e:  # noqa: BLE001 -- a config that does not compile is reported
+                    print(f"BN={BN} BK={BK} warps={warps}: failed: {str(e).splitlines()[0]}", file=sys.stderr)
+                    continue
+                gbps = K * N * 2 / (ms * 1e-3) / 1e9
+                row = dict(BN=BN, BK=BK, num_warps=warps, programs=N // BN, row_bytes=BN * 2, us=ms * 1e3,
+                           GBps=gbps, rel_err=err)
+                rows.append(row)
+                print(f"BN={BN:4d} ({BN * 2:4d} B a row) BK={BK:5d} warps={warps} programs={N // BN:5d} "
+                      f"{ms * 1e3:8.1f} us {gbps:7.0f} GB/s  err {err:.1e}", flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "K": K, "N": N, "triton": triton.__version__,
+                       "torch": torch.__version__, "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
