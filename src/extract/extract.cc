@@ -202,6 +202,7 @@ class Enumerator {
           {GuidePricing::Shared, KernelWeight::Own, false, Completion::Program},
           {GuidePricing::Shared, KernelWeight::Own, false, Completion::Counted},
       };
+      bool pricing_before = false;
       for (auto [pricing, kernel_weight, defer, completion] : kPasses) {
         acyclic_pass_ = completion == Completion::Acyclic || completion == Completion::Program ||
                         completion == Completion::Counted;
@@ -229,7 +230,8 @@ class Enumerator {
         // to the first), the deferring pass checks every one.
         const bool watch = opt_.staging_bound && opt_.defer_staged_out && pricing == GuidePricing::Tree;
         staging_watch_ = !watch ? StagingWatch::Off : defer ? StagingWatch::Defer : StagingWatch::UntilFirst;
-        gives_way_ = watch && !defer;
+        first_pass_ = !pricing_before;
+        pricing_before = true;
         seen_.clear();
         after_keys_.clear();
         best_ = {};
@@ -304,10 +306,8 @@ class Enumerator {
           st.enough = true;
           break;
         }
-        // The deferring pass follows; this one has built many candidates
-        // and none fits: it leaves the time to that pass.
-        if (gives_way_ && met_staged_out_ && feasible_found_ == 0 && st.complete_built - built_before >= kGiveWayBuilt)
-          break;
+        if (feasible_found_ == 0 && st.complete_built - built_before >= kGiveWayBuilt && (!first_pass_ || met_staged_out_))
+          break;  // gives way (see kGiveWayBuilt)
         continue;
       }
       if (st.states_expanded - states_before >= pass_states_) break;  // the pass's share, not a limit
@@ -560,14 +560,19 @@ class Enumerator {
   enum class StagingWatch { Off, UntilFirst, Defer };
   StagingWatch staging_watch_ = StagingWatch::Off;
   bool met_staged_out_ = false;
+  // A pass that has built kGiveWayBuilt candidates (none an earlier pass's)
+  // with none feasible leaves its time and states to the passes after it.
   // The first pass keeps the staged-out partial programs in their order
   // (ngpt's best candidates are reuse twins of staged-out ones), so where
-  // every program is staged out it builds infeasible candidates until its
-  // time is up: the sliding-window GQA layer's attention core, 660,000 in
-  // 75 s of the CLI's 600, where the deferring pass then found 256 in 1 s.
-  // Once it met a staged-out program (the deferring pass will run) and has
-  // built kGiveWayBuilt candidates with none feasible, it stops.
-  bool gives_way_ = false;
+  // every program is staged out it built infeasible candidates until its
+  // time was up: the sliding-window GQA layer's attention core, 660,000 in
+  // 75 s of the CLI's 600, where the deferring pass then found 256 in 1 s;
+  // it gives way only where that pass follows (it met a staged-out
+  // program). On the whole attention-sinks layer (the H200's model) the
+  // shared pricing built 634,000 in 75 s with none feasible, and the two
+  // own-weight passes after it, given as many states, spent 60 s on dead
+  // ends: 135 s, every candidate from the other passes.
+  bool first_pass_ = false;
   static constexpr uint64_t kGiveWayBuilt = 4096;
   // Added to the price of a partial program some kernel of which cannot
   // stage its loads: far above any program's time, so it waits for the rest.

@@ -564,6 +564,37 @@ TEST(ExtractBestFirst, TheFirstPassGivesWayWhereNothingFits) {
   EXPECT_LT(r.stats.complete_built, 20000u);
 }
 
+// Any pass gives way so: on the whole attention-sinks decode layer (the
+// H200's model) the shared pricing built 634,000 candidates in its 75 s
+// with none feasible, and the two own-weight passes after it, given as many
+// states, spent 60 s on dead ends; every candidate came from the others.
+TEST(ExtractBestFirst, APassThatBuildsNothingFeasibleGivesWay) {
+  const std::string text = R"(
+(program attention_sinks_decode
+  (dims (k 1024) (n 1024) (h 16) (k1 32768) (e 64) (n1 64) (k2 1024) (n2 1024))
+  (input x f16 [k])
+  (input wq f16 [k n])
+  (input k_cache f16 [h k1 e])
+  (input v_cache f16 [h k1 n1])
+  (input sinks f16 [h])
+  (input wo f16 [k2 n2])
+  (let view (split n h e (matmul k x wq)))
+  (let scores (div (matmul e view k_cache) 8))
+  (let m (max2 (max k1 scores) sinks))
+  (let p (exp (sub scores m)))
+  (let l (add (sum k1 p) (exp (sub sinks m))))
+  (let o (div (matmul k1 p v_cache) l))
+  (output out [n2] (matmul k2 (merge h n1 k2 o) wo))))";
+  Saturated s(text, "attention_sinks_decode.eqf");
+  ExtractOptions o = best_first_256();
+  o.time_limit_s = 600;
+  ExtractResult r = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
+  ASSERT_FALSE(r.candidates.empty());
+  EXPECT_FALSE(r.stats.limit_hit) << r.stats.limit;
+  EXPECT_LT(r.stats.complete_built, 50000u);
+  EXPECT_LT(r.stats.states_expanded, 1000000u);
+}
+
 TEST(ExtractBestFirst, NeedsACostModel) {
   Saturated s("examples/matmul/naive.eqf");
   ExtractOptions o;
