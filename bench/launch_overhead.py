@@ -18,7 +18,6 @@ import cProfile
 import io
 import json
 import pstats
-import itertools
 import time
 from pathlib import Path
 
@@ -40,12 +39,6 @@ def host_us(fn, reps: int = 300) -> tuple[float, float]:
     torch.cuda.synchronize()
     t2 = time.perf_counter()
     return (t1 - t0) / reps * 1e6, (t2 - t0) / reps * 1e6
-
-
-def do_bench_us(fn) -> float:
-    from triton.testing import do_bench
-
-    return do_bench(fn, warmup=25, rep=100, return_mode="median") * 1e3
 
 
 def profile_text(fn, reps: int = 300, top: int = 25) -> str:
@@ -75,7 +68,6 @@ def probe(case: W.Case, budget_s: float, opts: dict) -> dict:
     # The input sets bench.run rotates among (inputs that fit in the L2).
     sets = [args] + [W.make_inputs(case, "cuda", torch.float16, 10 + i)
                      for i in range(1, timing.rotation_count(case.input_bytes()))]
-    cycle = itertools.cycle(sets)
     with torch.no_grad():
         stages = {"call": lambda: run(*args), "eager": lambda: fn(*args)}
         if runner is not None:
@@ -94,10 +86,13 @@ def probe(case: W.Case, budget_s: float, opts: dict) -> dict:
             h, total = host_us(f)
             row["host_us"][name] = h
             row["back_to_back_us"][name] = total
-        row["do_bench_us"] = {name: do_bench_us(stages[name]) for name in ("call", "eager")}
+        # bench.run's do_bench (timing.do_bench_time), on one input set and
+        # rotating among them.
         row["rotating_sets"] = len(sets)
-        row["do_bench_us"]["call_rotating"] = do_bench_us(lambda: run(*next(cycle)))
-        row["do_bench_us"]["eager_rotating"] = do_bench_us(lambda: fn(*next(cycle)))
+        row["do_bench_us"] = {}
+        for name, f in (("call", run), ("eager", fn)):
+            row["do_bench_us"][name] = timing.do_bench_time(f, [args]) * 1e6
+            row["do_bench_us"][f"{name}_rotating"] = timing.do_bench_time(f, sets) * 1e6
         # Calls that left the lean path for Triton's launch path.
         fallback = getattr(runner, "fallback", None)
         if fallback is not None:
@@ -108,8 +103,8 @@ def probe(case: W.Case, budget_s: float, opts: dict) -> dict:
                 return fallback(*a)
 
             runner.fallback = counted
-            for _ in range(len(sets) * 3):
-                run(*next(cycle))
+            for a in sets * 3:
+                run(*a)
             runner.fallback = fallback
             row["lean_fallbacks"] = f"{count[0]} of {len(sets) * 3}"
         row["profile"] = profile_text(stages["call"])

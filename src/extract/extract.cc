@@ -202,10 +202,10 @@ class Enumerator {
           {GuidePricing::Shared, KernelWeight::Own, false, Completion::Program},
           {GuidePricing::Shared, KernelWeight::Own, false, Completion::Counted},
       };
-      bool pricing_before = false;
-      for (auto [pricing, kernel_weight, defer, completion] : kPasses) {
-        acyclic_pass_ = completion == Completion::Acyclic || completion == Completion::Program ||
-                        completion == Completion::Counted;
+      for (const Pass& pass : kPasses) {
+        const auto [pricing, kernel_weight, defer, completion] = pass;
+        first_pass_ = &pass == &kPasses[0];
+        acyclic_pass_ = counts_kernels_once(completion);
         // Deferring changes nothing where the first pass met no staged-out
         // partial program.
         if (defer && !met_staged_out_) continue;
@@ -230,8 +230,6 @@ class Enumerator {
         // to the first), the deferring pass checks every one.
         const bool watch = opt_.staging_bound && opt_.defer_staged_out && pricing == GuidePricing::Tree;
         staging_watch_ = !watch ? StagingWatch::Off : defer ? StagingWatch::Defer : StagingWatch::UntilFirst;
-        first_pass_ = !pricing_before;
-        pricing_before = true;
         seen_.clear();
         after_keys_.clear();
         best_ = {};
@@ -518,12 +516,7 @@ class Enumerator {
     for (uint32_t i = 0; i < cs.size(); ++i)
       if (cs[i].estimate->feasible) order.push_back(i);
     out_.stats.infeasible += before - order.size();  // add() counted those it estimated
-    std::stable_sort(order.begin(), order.end(), [&](uint32_t i, uint32_t j) {
-      const Candidate &a = cs[i], &b = cs[j];
-      if (a.estimate->seconds != b.estimate->seconds) return a.estimate->seconds < b.estimate->seconds;
-      if (a.acyclic_pass != b.acyclic_pass) return b.acyclic_pass;
-      return a.key < b.key;
-    });
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t i, uint32_t j) { return ranks_before(cs[i], cs[j]); });
     std::vector<Candidate> ranked;
     ranked.reserve(order.size());
     for (uint32_t i : order) ranked.push_back(std::move(cs[i]));
@@ -534,11 +527,16 @@ class Enumerator {
     const size_t top = std::min(cs.size(), opt_.stage_refine_top);
     if (top == 0 || opt_.cost->target().stage_choices.size() < 2) return;
     for (size_t i = 0; i < top; ++i) cs[i].estimate = opt_.cost->best_stages(cs[i].program, cs[i].lowered, *cs[i].estimate);
-    std::stable_sort(cs.begin(), cs.begin() + std::ptrdiff_t(top), [](const Candidate& a, const Candidate& b) {
-      if (a.estimate->seconds != b.estimate->seconds) return a.estimate->seconds < b.estimate->seconds;
-      if (a.acyclic_pass != b.acyclic_pass) return b.acyclic_pass;
-      return a.key < b.key;
-    });
+    std::stable_sort(cs.begin(), cs.begin() + std::ptrdiff_t(top), ranks_before);
+  }
+
+  // The ranking (ExtractResult::candidates): by estimate, then the other
+  // passes' candidates before the acyclic passes' (Candidate::acyclic_pass),
+  // then by key.
+  static bool ranks_before(const Candidate& a, const Candidate& b) {
+    if (a.estimate->seconds != b.estimate->seconds) return a.estimate->seconds < b.estimate->seconds;
+    if (a.acyclic_pass != b.acyclic_pass) return b.acyclic_pass;
+    return a.key < b.key;
   }
 
   const EGraph& g_;

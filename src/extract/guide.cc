@@ -790,8 +790,7 @@ double CostGuide::program_remaining(const PartialProgram& s) {
   // count, and the least count is the price.
   holes_first_.assign(stack_.begin(), stack_.end());
   const Pending first = stack_.back();
-  seen_.clear();  // nothing counted yet: near_fillings reads what is paid for
-  counted_.clear();
+  counted_.clear();  // no hole counted yet: near_fillings asks what is paid for
   near_fillings(s, first);
   first_fillings_.assign(trial_fillings_.begin(), trial_fillings_.end());
   if (first_fillings_.size() < 2) return count_program(s, holes, kNoOption);
@@ -861,16 +860,20 @@ bool CostGuide::count_pending(const PartialProgram& s, const Pending& top, bool 
       return false;  // every filling closes a cycle: a dead end
     }
   }
-  const Option& o = table_.options(c)[best];
   // A kernel of its own is computed once, whatever scopes read it.
-  if (own_root(o)) {
-    if (const Filled* f = s.find(h.cls); f && f->option == best) return true;
+  if (own_root(table_.options(c)[best])) {
+    if (kernel_counted(s, c, best)) return true;
     const uint64_t once = (uint64_t(h.cls) << 32) | kNoScope;
-    if (!first_time(once)) return true;
+    if (!first_time(once)) return true;  // a trial counted it already
     if (join && !trial) counting_.push_back(once);
   }
   total += count_filling(top, best, trial ? trial_stack_ : stack_);
   return true;
+}
+
+bool CostGuide::kernel_counted(const PartialProgram& s, EClassId c, uint32_t option) const {
+  const Filled* f = s.find(c.v);
+  return (f && f->option == option) || seen_.contains((uint64_t(c.v) << 32) | kNoScope);
 }
 
 void CostGuide::near_fillings(const PartialProgram& s, const Pending& hole) {
@@ -911,12 +914,7 @@ uint32_t CostGuide::hole_filling(const PartialProgram& s, const Pending& hole) {
     trial_stack_.clear();
     double counted = 0;
     bool ok = true;
-    // As count_pending: a kernel of its own filled so, or counted already,
-    // costs nothing more.
-    const Filled* f = s.find(c.v);
-    const bool counted_once = own_root(options[option]) &&
-                              ((f && f->option == option) || seen_.contains((uint64_t(c.v) << 32) | kNoScope));
-    if (!counted_once) counted = count_filling(hole, option, trial_stack_);
+    if (!own_root(options[option]) || !kernel_counted(s, c, option)) counted = count_filling(hole, option, trial_stack_);
     while (ok && !trial_stack_.empty() && counted < best.price) {
       const Pending p = trial_stack_.back();
       trial_stack_.pop_back();

@@ -123,6 +123,12 @@ enum class KernelWeight : uint8_t { Inherited, Own };
 //            against this one's 8.23).
 enum class Completion : uint8_t { Apart, Joined, Acyclic, Program, Counted };
 
+// The acyclic completions (acyclic, program, counted) count a kernel of its
+// own once, whatever scopes read it.
+constexpr bool counts_kernels_once(Completion c) {
+  return c == Completion::Acyclic || c == Completion::Program || c == Completion::Counted;
+}
+
 class CostGuide {
  public:
   // completion: how remaining() completes a partial program (anything but
@@ -152,11 +158,8 @@ class CostGuide {
   bool analyze(std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max());
   bool analyzed() const { return analyzed_; }
   GuidePricing pricing() const { return pricing_; }
-  // Completion::Acyclic, Program and Counted count a kernel of its own once;
+  bool counts_kernels_once() const { return eqf::extract::counts_kernels_once(completion_); }
   // Program and Counted also join what earlier holes counted.
-  bool counts_kernels_once() const {
-    return completion_ == Completion::Acyclic || completion_ == Completion::Program || completion_ == Completion::Counted;
-  }
   bool joins() const { return completion_ == Completion::Program || completion_ == Completion::Counted; }
   KernelWeight kernel_weight() const { return kernel_weight_; }
   Completion completion() const { return completion_; }
@@ -376,11 +379,14 @@ class CostGuide {
   // once it reaches `bound`.
   double count_program(const PartialProgram& s, size_t holes, uint32_t first_option,
                        double bound = std::numeric_limits<double>::infinity());
+  // Whether class c filled with `option`, a kernel of its own, costs nothing
+  // more in the count: s fills it so, or the count has counted it.
+  bool kernel_counted(const PartialProgram& s, EClassId c, uint32_t option) const;
   // Into trial_fillings_: the fillings of `hole` whose estimate is within
   // kTrialRange of the least, at most kTrialFillings, least first.
   void near_fillings(const PartialProgram& s, const Pending& hole);
   std::vector<Filling> first_fillings_;
-  // Completion::Program's filling of one of s's holes: of the fillings whose
+  // Completion::Counted's filling of one of s's holes: of the fillings whose
   // estimate is within kTrialRange of the least (at most kTrialFillings),
   // the one whose count is least. kNoOption when every filling closes a
   // cycle.
