@@ -528,6 +528,9 @@ TEST(ExtractBestFirst, TheStagingBoundMarksOnlyInfeasibleCandidates) {
 TEST(ExtractBestFirst, DeferringStagedOutProgramsLosesNoCandidate) {
   Saturated s("examples/workloads/ngpt.eqf");
   ExtractOptions o = best_first_256();
+  // Time enough that no pass's share runs out under the sanitizers (eight
+  // passes share the limit): the comparison is of candidates, not time.
+  o.time_limit_s = 600;
   ExtractResult with = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
   o.defer_staged_out = false;
   ExtractResult without = extract_candidates(s.u.g, s.u.roots, s.u.naive.outputs(), o);
