@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     want = (x.float() @ w.float())
     rows = []
     for BN in (8, 16, 32, 64, 128):
-        for BK in (64, 256, 1024, K):
+        for BK in sorted({b for b in (64, 256, 512, 1024, 2048) if b <= K} | {K}):
             if BK * BN > args.max_tile:
                 continue
             for warps in (4, 8):
