@@ -1,0 +1,81 @@
+"""The cost model's estimate of bench/narrow_tiles' GEMV next to its measured time.
+
+bench/narrow_tiles.py times out[n] = sum_k x[k] * W[k, n] in [BK, BN] tiles
+(BK = K: one iteration, no loop). The same program, tiled the same way, is
+a candidate extraction builds for a GEMV: a grid over blocks of n and a
+loop over blocks of k (`preduce k.0`), or with the whole k in one tile.
+This asks `eqiforge-opt estimate` for each row's tiling at its block sizes
+and prints both, so that a change to the cost model can be checked against
+the GPU without it.
+
+    python3 -m bench.model_vs_gemv narrow_tiles.json --target h100 [--opt build/eqiforge-opt]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+HEADER = """(program gemv
+  (dims (k {K}) (n {N}))
+  (input x f16 [k])
+  (input w f16 [k n])
+"""
+LOOP = "  (output y [n] (combine n.0 n (preduce k.0 + (tile_matmul k (partition k.0 k (replicate n.0 x)) " \
+       "(partition k.0 k (partition n.0 n w)))))))\n"
+WHOLE = "  (output y [n] (combine n.0 n (tile_matmul k (replicate n.0 x) (partition n.0 n w)))))\n"
+
+
+def estimate(opt: str, program: str, blocks: dict[str, int], target: str) -> dict:
+    with tempfile.NamedTemporaryFile("w", suffix=".eqf", delete=False) as f:
+        f.write(program)
+    try:
+        args = [opt, "estimate", f.name, "--target", target, "--json"]
+        for axis, b in blocks.items():
+            args += ["--block", f"{axis}={b}"]
+        out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    finally:
+        Path(f.name).unlink()
+    return json.loads(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("results", help="narrow_tiles.json")
+    ap.add_argument("--target", default="h100")
+    ap.add_argument("--opt", default=str(REPO / "build" / "eqiforge-opt"))
+    a = ap.parse_args(argv)
+    data = json.load(open(a.results))
+    K, N = data["K"], data["N"]
+    best: dict[tuple[int, int], dict] = {}  # the faster num_warps of each tiling
+    for r in data["rows"]:
+        key = (r["BN"], r["BK"])
+        if key not in best or r["us"] < best[key]["us"]:
+            best[key] = r
+    print(f"{data['device']}, K={K} N={N}; model: --target {a.target}")
+    print("  BN   BK  programs  measured us  model us  model/measured  model bound")
+    logs = []
+    for (bn, bk), r in sorted(best.items()):
+        whole = bk >= K
+        program = HEADER.format(K=K, N=N) + (WHOLE if whole else LOOP)
+        blocks = {"n.0": bn} if whole else {"n.0": bn, "k.0": bk}
+        e = estimate(a.opt, program, blocks, a.target)
+        kern = e["kernels"][0]
+        ratio = e["estimated_us"] / r["us"]
+        logs.append(math.log(ratio))
+        print(f"{bn:4d} {bk:5d} {r['programs']:8d} {r['us']:12.1f} {e['estimated_us']:9.1f} {ratio:14.2f}  "
+              f"{kern['bound']}{'' if e.get('feasible', True) else ' (infeasible)'}")
+    rms = math.sqrt(sum(x * x for x in logs) / len(logs))
+    print(f"rms log error {rms:.3f} over {len(logs)} tilings; geometric mean model/measured "
+          f"{math.exp(sum(logs) / len(logs)):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
