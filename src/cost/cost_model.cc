@@ -124,11 +124,23 @@ struct KernelEval {
 };
 
 // How well loads whose rows hold `run` contiguous bytes use DRAM, relative
-// to long rows. bench/calibrate_bw.py: tiles of 32 fp16 columns (64-byte
-// rows) stream at 0.8-0.9 of 64-128 columns; shorter runs are taken to lose
-// more, down to a 32-byte sector per access.
-double dram_efficiency(double run) {
-  if (run >= 128) return 1.0;
+// to long rows, in a kernel with dots (its loads staged through shared
+// memory). bench/calibrate_bw.py: tiles of 32 fp16 columns (64-byte rows)
+// stream at 0.8-0.9 of 64-128 columns, as do bench/stream_forms' tl.dot
+// forms on the H200; shorter runs are taken to lose more, down to a 32-byte
+// sector per access.
+//
+// A kernel without dots loads into registers, and short rows cost it no
+// DRAM bandwidth: the programs beside it (or its own next iteration) read
+// the rest of each line while the line is in L2 (50 MiB on Hopper). On the
+// H200 (bench/results/h200-2026-12-02-stream-forms, the FP multiply-and-sum
+// form) 64-byte rows streamed 15 % faster than the streaming bound without
+// any penalty, 128-byte rows as fast as it. What short rows do cost is L2
+// traffic: a load moves whole 32-byte sectors (kSectorBytes).
+constexpr double kSectorBytes = 32;
+
+double dram_efficiency(double run, bool staged) {
+  if (!staged || run >= 128) return 1.0;
   if (run >= 64) return 0.85 + 0.15 * (run - 64) / 64;
   if (run >= 32) return 0.6 + 0.25 * (run - 32) / 32;
   return std::max(0.25, 0.6 * run / 32);
@@ -189,6 +201,7 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, 
     e.masked = true;
   }
   double in_flight = 0;  // bytes of loop tiles one program keeps in flight (L2 re-reads included)
+  double sector_waste = 0;  // bytes L2 moves past those read: the rest of short rows' sectors
   for (const LoadRow& ld : k.loads) {
     if (ld.dtype_bytes == 0) continue;  // an index, not a memory read
     double reads = live_programs * times(ld.scope) * z.avg(ld.tile) * ld.dtype_bytes;
@@ -205,7 +218,8 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, 
       from_dram = unique;
     }
     double run = ld.contiguous_known ? z.avg(ld.contiguous) * ld.dtype_bytes : 1e9;
-    e.dram_time_bytes += from_dram / dram_efficiency(run);
+    e.dram_time_bytes += from_dram / dram_efficiency(run, !k.dots.empty());
+    if (run < kSectorBytes) sector_waste += reads * (kSectorBytes / run - 1);
     // Programs that read a tile at once also keep its re-reads in flight
     // (two programs splitting the rows of a weight stream it faster than
     // one: bench/results/h200-2026-12-02b-general, layernorm_gemm b16).
@@ -261,7 +275,7 @@ KernelEval eval_kernel(const KernelSummary& k, const Sizes& z, const Target& t, 
     bw = t.kernel_bytes_per_s * flight / (flight + t.stream_half_bytes);
   }
   // DRAM serves the bytes L2 does not; every byte passes through L2.
-  e.memory_s = std::max(e.dram_time_bytes / bw, e.bytes / t.l2_bytes_per_s);
+  e.memory_s = std::max(e.dram_time_bytes / bw, (e.bytes + sector_waste) / t.l2_bytes_per_s);
   e.mma_s = e.mma / (t.mma_flops_per_s * frac);
   e.other_s = e.other / (t.fp_flops_per_s * frac);
   // A program runs its loop iterations one after another, each waiting for

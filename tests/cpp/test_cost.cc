@@ -237,9 +237,32 @@ TEST(CostModel, ALoadHoistedOutOfALoopIsReadOnce) {
   EXPECT_GE(e.kernels[0].memory_s, 2 * v / h200().kernel_bytes_per_s);  // v read, y written
 }
 
+// A weight streamed into tl.dot in [64, 16] tiles (k x n), stored [k n]
+// (32-byte rows) or [n k] (128-byte rows): in a kernel with dots, short
+// contiguous runs use DRAM less well.
+TEST(CostModel, ShortContiguousRunsCostMoreInAKernelWithDots) {
+  auto gemm = [](const std::string& w_dims) {
+    return parse_and_check(
+        "(program mm (dims (m 16) (k 4096) (n 4096)) (input x f16 [m k]) (input w f16 [" + w_dims + "])\n"
+        "  (output y [m n] (combine n.0 n (preduce k.0 + (tile_matmul k (partition k.0 k (replicate n.0 x))\n"
+        "                                                             (partition k.0 k (partition n.0 n w)))))))");
+  };
+  Program rows = gemm("k n"), columns = gemm("n k");
+  CostModel cm(h200());
+  const std::map<Axis, int64_t> blocks{{axis("k.0"), 64}, {axis("n.0"), 16}};
+  ProgramEstimate narrow = cm.evaluate(rows, lower_program(rows), blocks);
+  ProgramEstimate wide = cm.evaluate(columns, lower_program(columns), blocks);
+  ASSERT_GT(narrow.kernels[0].mma_flops, 0);  // the product is a tl.dot
+  EXPECT_DOUBLE_EQ(narrow.kernels[0].bytes, wide.kernels[0].bytes);
+  EXPECT_GT(narrow.kernels[0].memory_s, 1.3 * wide.kernels[0].memory_s);
+}
+
 // The same bytes in tiles of 16 fp16 columns (32-byte rows) or 64 (128-byte
-// rows): short contiguous runs use DRAM less well.
-TEST(CostModel, ShortContiguousRunsCostMore) {
+// rows), loaded into registers by a kernel without dots: the programs beside
+// each other read the rest of each line while it is in L2, so DRAM is used as
+// well; runs shorter than a 32-byte sector (one column: 2 bytes) make L2 move
+// whole sectors.
+TEST(CostModel, ShortRowsCostAKernelWithoutDotsOnlyL2Sectors) {
   Program p = parse_and_check(
       "(program add2 (dims (m 4096) (n 4096)) (input x f16 [m n]) (input y f16 [m n])\n"
       "  (output z [m n] (combine m.0 m (combine n.0 n (add (partition n.0 n (partition m.0 m x))\n"
@@ -248,9 +271,12 @@ TEST(CostModel, ShortContiguousRunsCostMore) {
   CostModel cm(h200());
   ProgramEstimate narrow = cm.evaluate(p, lp, {{axis("m.0"), 64}, {axis("n.0"), 16}});
   ProgramEstimate wide = cm.evaluate(p, lp, {{axis("m.0"), 16}, {axis("n.0"), 64}});
+  ProgramEstimate column = cm.evaluate(p, lp, {{axis("m.0"), 1024}, {axis("n.0"), 1}});
   EXPECT_DOUBLE_EQ(narrow.kernels[0].bytes, wide.kernels[0].bytes);
   EXPECT_DOUBLE_EQ(narrow.kernels[0].programs, wide.kernels[0].programs);
-  EXPECT_GT(narrow.kernels[0].memory_s, 1.3 * wide.kernels[0].memory_s);
+  EXPECT_DOUBLE_EQ(narrow.kernels[0].memory_s, wide.kernels[0].memory_s);
+  EXPECT_DOUBLE_EQ(column.kernels[0].bytes, wide.kernels[0].bytes);
+  EXPECT_GT(column.kernels[0].memory_s, 1.3 * wide.kernels[0].memory_s);
 }
 
 // A load through views is as contiguous as the tile's piece of the
