@@ -9,6 +9,9 @@ and prints both, so that a change to the cost model can be checked against
 the GPU without it.
 
     python3 -m bench.model_vs_gemv narrow_tiles.json --target h100 [--opt build/eqiforge-opt]
+
+It also reads bench/stream_forms.py's results: their multiply-and-sum rows
+without a split of K (`ptr-sum`, split 1) are the same GEMV.
 """
 
 from __future__ import annotations
@@ -52,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--opt", default=str(REPO / "build" / "eqiforge-opt"))
     a = ap.parse_args(argv)
     data = json.load(open(a.results))
+    if "K" not in data:  # stream_forms.json
+        data = {"device": f"{data['device']} (stream_forms ptr-sum, split 1)", "K": data["k"], "N": data["n"],
+                "rows": [dict(BN=r["bn"], BK=r["bk"], programs=r["programs"], us=r["us"]) for r in data["rows"]
+                         if r["form"] == "ptr-sum" and r["splits"] == 1 and "us" in r]}
     K, N = data["K"], data["N"]
     best: dict[tuple[int, int], dict] = {}  # the faster num_warps of each tiling
     for r in data["rows"]:
