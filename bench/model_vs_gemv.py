@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -52,8 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("results", help="narrow_tiles.json")
     ap.add_argument("--target", default="h100")
-    ap.add_argument("--opt", default=str(REPO / "build" / "eqiforge-opt"))
+    built = REPO / "build" / "eqiforge-opt"
+    ap.add_argument("--opt", default=str(built) if built.exists() else shutil.which("eqiforge-opt"),
+                    help="eqiforge-opt (default: build/eqiforge-opt, else the one on PATH)")
     a = ap.parse_args(argv)
+    if not a.opt:
+        raise SystemExit("no eqiforge-opt: build it (build/eqiforge-opt) or give --opt")
     data = json.load(open(a.results))
     if "K" not in data:  # stream_forms.json
         data = {"device": f"{data['device']} (stream_forms ptr-sum, split 1)", "K": data["k"], "N": data["n"],
