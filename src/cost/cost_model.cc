@@ -135,8 +135,10 @@ struct KernelEval {
 // the rest of each line while the line is in L2 (50 MiB on Hopper). On the
 // H200 (bench/results/h200-2026-12-02-stream-forms, the FP multiply-and-sum
 // form) 64-byte rows streamed 15 % faster than the streaming bound without
-// any penalty, 128-byte rows as fast as it. What short rows do cost is L2
-// traffic: a load moves whole 32-byte sectors (kSectorBytes).
+// any penalty, 128-byte rows as fast as it.
+//
+// In every kernel, a run shorter than a sector makes L2 move the whole
+// sector: eval_kernel counts the rest against the L2 bandwidth.
 constexpr double kSectorBytes = 32;
 
 double dram_efficiency(double run, bool staged) {
