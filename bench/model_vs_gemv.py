@@ -20,9 +20,9 @@ import argparse
 import json
 import math
 import shutil
-import subprocess
-import tempfile
 from pathlib import Path
+
+from eqiforge.check import estimate
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -34,19 +34,6 @@ HEADER = """(program gemv
 LOOP = "  (output y [n] (combine n.0 n (preduce k.0 + (tile_matmul k (partition k.0 k (replicate n.0 x)) " \
        "(partition k.0 k (partition n.0 n w)))))))\n"
 WHOLE = "  (output y [n] (combine n.0 n (tile_matmul k (replicate n.0 x) (partition n.0 n w)))))\n"
-
-
-def estimate(opt: str, program: str, blocks: dict[str, int], target: str) -> dict:
-    with tempfile.NamedTemporaryFile("w", suffix=".eqf", delete=False) as f:
-        f.write(program)
-    try:
-        args = [opt, "estimate", f.name, "--target", target, "--json"]
-        for axis, b in blocks.items():
-            args += ["--block", f"{axis}={b}"]
-        out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
-    finally:
-        Path(f.name).unlink()
-    return json.loads(out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         whole = bk >= K
         program = HEADER.format(K=K, N=N) + (WHOLE if whole else LOOP)
         blocks = {"n.0": bn} if whole else {"n.0": bn, "k.0": bk}
-        e = estimate(a.opt, program, blocks, a.target)
+        e = estimate(program, blocks, a.target, opt=a.opt, source=f"BN={bn} BK={bk}")
         kern = e["kernels"][0]
         ratio = e["estimated_us"] / r["us"]
         logs.append(math.log(ratio))

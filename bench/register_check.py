@@ -18,27 +18,16 @@ Run it without TRITON_INTERPRET (under it nothing compiles).
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import spills  # noqa: E402
-from eqiforge.check import emit, extract, load_module  # noqa: E402
+from eqiforge.check import emit, estimate, extract, load_module  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SLOW_SPILL = 2048  # bytes per thread
-
-
-def estimate(opt, path, blocks):
-    cmd = [opt, "estimate", path, "--json"]
-    for axis, b in blocks.items():
-        cmd += ["--block", f"{axis}={b}"]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError(f"{' '.join(cmd)}:\n{done.stderr}")
-    return json.loads(done.stdout)
 
 
 def choices(best, block_params, given):
@@ -55,11 +44,12 @@ def choices(best, block_params, given):
 
 def check(opt, path, given, rows):
     """The rows of one tiled program's kernels at each block choice."""
-    best = estimate(opt, path, {})["block_sizes"]
-    source = emit(Path(path).read_text(), source=path)
+    text = Path(path).read_text()
+    best = estimate(text, opt=opt, source=path)["block_sizes"]
+    source = emit(text, source=path)
     block_params = load_module(source, "register_check_module").BLOCK_PARAMS
     for blocks in choices(best, block_params, given):
-        est = estimate(opt, path, {**best, **blocks})
+        est = estimate(text, {**best, **blocks}, opt=opt, source=path)
         params = {block_params[a]: b for a, b in blocks.items()}
         for fn, _grid, args, kwargs in spills.launches(load_module(source, "register_check_module"), params):
             regs, stores, _ = spills.ptxas_report(fn, args, dict(kwargs, num_warps=4), 90)

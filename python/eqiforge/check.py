@@ -506,6 +506,22 @@ def extract(text: str, top: int, extract_args: list[str] | None = None, source: 
     return out
 
 
+def estimate(text: str, blocks: dict | None = None, target: str | None = None, opt: str | None = None,
+             source: str = "-") -> dict:
+    """`eqiforge-opt estimate --json` of the tiled program `text`: at the
+    block sizes `blocks` ({axis: block}), else at the cost model's best.
+    `opt`: the eqiforge-opt to run (default: the one extract runs)."""
+    cmd = [opt or _emitter(), "estimate", "-", "--json"]
+    if target:
+        cmd += ["--target", target]
+    for axis, b in (blocks or {}).items():
+        cmd += ["--block", f"{axis}={b}"]
+    done = subprocess.run(cmd, input=text, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise CheckError(done.stderr.strip().replace("<stdin>", source))
+    return json.loads(done.stdout)
+
+
 def check_candidates(
     text: str,
     top: int,
