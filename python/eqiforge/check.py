@@ -56,6 +56,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .runtime.tuner import program_dims
+
 TOLERANCE_FP32 = 1e-5
 TOLERANCE_HALF = 1e-2
 
@@ -219,7 +221,9 @@ def _bf16_rounding_compat():
 # ---- programs ----------------------------------------------------------------------
 
 
-_DIMS_ITEM = r"\(dims((?:\s*\(\s*[^()\s]+\s+\d+\s*\))+)\s*\)"
+# A dim's extent is a number, or the name of a dim declared before it
+# (`(k1_out k1)`: re-sized with k1).
+_DIMS_ITEM = r"\(dims((?:\s*\(\s*[^()\s]+\s+[^()\s]+\s*\))+)\s*\)"
 
 
 def small_extents(text: str, seed: int = 0, others: tuple = ()) -> dict:
@@ -260,8 +264,9 @@ def resize_small(text: str, seed: int = 0) -> str:
 
 
 def _dims(text: str) -> dict:
-    match = re.search(_DIMS_ITEM, text)
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"\(\s*([^()\s]+)\s+(\d+)\s*\)", match.group(1))}
+    """Each declared dim's extent (a dim declared with another's name has
+    that one's)."""
+    return program_dims(text)
 
 
 def _input_dtypes(text: str) -> dict:

@@ -17,6 +17,7 @@
 #include "extract/flat_set.h"
 #include "extract/guide.h"
 #include "extract/hash_mix.h"
+#include "extract/kernel_dims.h"
 #include "extract/partial.h"
 #include "extract/reuse.h"
 #include "eqiforge/extract/canonical.h"
@@ -525,9 +526,27 @@ class Enumerator {
     // fall (the target's own count is among the choices), so the leaders
     // stay ahead of the rest; among themselves they are ranked again.
     const size_t top = std::min(cs.size(), opt_.stage_refine_top);
-    if (top == 0 || opt_.cost->target().stage_choices.size() < 2) return;
-    for (size_t i = 0; i < top; ++i) cs[i].estimate = opt_.cost->best_stages(cs[i].program, cs[i].lowered, *cs[i].estimate);
+    if (opt_.separate_kernel_dims)
+      for (size_t i = 0; i < top; ++i) separate_dims(cs[i]);
+    if (top > 0 && opt_.cost->target().stage_choices.size() >= 2)
+      for (size_t i = 0; i < top; ++i)
+        cs[i].estimate = opt_.cost->best_stages(cs[i].program, cs[i].lowered, *cs[i].estimate);
     std::stable_sort(cs.begin(), cs.begin() + std::ptrdiff_t(top), ranks_before);
+  }
+
+  // c with its kernel-private dims (extract/kernel_dims.h), when the cost
+  // model prices that lower; it stays the same candidate (its key). The
+  // estimate can only fall, so c stays ahead of the candidates after it.
+  void separate_dims(Candidate& c) {
+    std::optional<Program> q = separate_kernel_dims(c.program, c.lowered);
+    if (!q) return;
+    LoweredProgram lowered;
+    if (check_candidate(*q, opt_.limits, &lowered)) return;
+    ProgramEstimate e = opt_.cost->estimate(*q, lowered, estimates_);
+    if (!e.feasible || e.seconds >= c.estimate->seconds) return;
+    c.program = std::move(*q);
+    c.lowered = std::move(lowered);
+    c.estimate = std::move(e);
   }
 
   // The ranking (ExtractResult::candidates): by estimate, then the other

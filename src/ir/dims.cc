@@ -4,13 +4,22 @@ namespace eqf {
 
 bool DimTable::declare(Symbol name, int64_t extent) {
   if (find(name)) return false;
-  dims_.push_back(DimInfo{name, extent, std::nullopt});
+  dims_.push_back(DimInfo{name, extent, std::nullopt, Symbol()});
+  return true;
+}
+
+bool DimTable::declare_same(Symbol name, Symbol of) {
+  const DimInfo* base = find(of);
+  if (find(name) || !base || base->collected_from) return false;
+  // A chain of such dims names its first: each is re-sized with that one.
+  Symbol root = base->same_as.valid() ? base->same_as : of;
+  dims_.push_back(DimInfo{name, base->extent, std::nullopt, root});
   return true;
 }
 
 Symbol DimTable::declare_collected(Axis p) {
   Symbol name = p.collected_dim();
-  if (!find(name)) dims_.push_back(DimInfo{name, 0, p});
+  if (!find(name)) dims_.push_back(DimInfo{name, 0, p, Symbol()});
   return name;
 }
 

@@ -225,7 +225,7 @@ class ProgramParser {
                        ": expected `(dims ...)`, `(input ...)`, `(let ...)` or `(output ...)`");
   }
 
-  // (dims (m 4) (k 8))
+  // (dims (m 4) (k 8) (k_out k))
   void parse_dims(const SExpr& item) {
     if (seen_dims_)
       fail(item.loc, "duplicate `(dims ...)`: a program declares its dims once, as its first item");
@@ -237,16 +237,25 @@ class ProgramParser {
       Symbol name = parse_new_name(entry.items[0], "dim");
       const SExpr& extent_atom = entry.items[1];
       std::optional<int64_t> extent;
-      if (extent_atom.is_atom())
+      Symbol same_as;  // `(k_out k)`: k's extent
+      if (extent_atom.is_atom()) {
         extent = parse_integer(extent_atom.atom, std::numeric_limits<int64_t>::max());
-      if (!extent || *extent == 0)
+        if (!extent && p_.dims.contains(Symbol::intern(extent_atom.atom))) same_as = Symbol::intern(extent_atom.atom);
+      }
+      if (!same_as.valid() && (!extent || *extent == 0))
         fail(extent_atom.loc, "bad extent " + snippet(extent_atom) + " for dim `" + std::string(name.str()) +
-                                  "`: expected a positive integer");
+                                  "`: expected a positive integer or a dim declared before it");
       if (auto it = dim_locs_.find(name); it != dim_locs_.end())
         fail(entry.items[0].loc, "duplicate dim `" + std::string(name.str()) + "`: already declared at " +
                                      position_text(it->second));
       dim_locs_.emplace(name, entry.items[0].loc);
-      p_.dims.declare(name, *extent);
+      if (same_as.valid()) {
+        if (!p_.dims.declare_same(name, same_as))
+          fail(extent_atom.loc, "dim `" + std::string(name.str()) + "` takes the extent of `" +
+                                    std::string(same_as.str()) + "`, which is not a declared dim of fixed extent");
+      } else {
+        p_.dims.declare(name, *extent);
+      }
     }
   }
 

@@ -119,7 +119,9 @@ class Printer {
     out += "\n  (dims";
     // Collected dims (c_<axis>) come from collect, not from the declaration.
     for (const DimInfo& d : p_.dims.all())
-      if (!d.collected_from) out += " (" + std::string(d.name.str()) + " " + std::to_string(d.extent) + ")";
+      if (!d.collected_from)
+        out += " (" + std::string(d.name.str()) + " " +
+               (d.same_as.valid() ? std::string(d.same_as.str()) : std::to_string(d.extent)) + ")";
     out += ")";
     for (const InputDecl& in : p_.inputs())
       out += "\n  (input " + std::string(in.name.str()) + " " + std::string(dtype_name(in.dtype)) + " " +

@@ -142,6 +142,7 @@ void read_extract_options(const Args& args, const Program& p, ExtractSetup& setu
     setup.cost = std::make_unique<CostModel>(load_target(args.value("--target").value_or("h200")));
   opt.cost = setup.cost.get();
   opt.reuse_kernel_results = !args.has("--no-reuse");
+  opt.separate_kernel_dims = !args.has("--shared-dims");
   std::string order = args.value("--order").value_or(setup.cost ? "best" : "bfs");
   std::optional<ExtractOrder> o = parse_extract_order(order);
   if (!o) throw UsageError("--order expects best, bfs or dfs, got '" + order + "'");
@@ -175,6 +176,8 @@ std::vector<OptionSpec> extract_option_specs() {
       {.name = "--no-cost", .value_name = "", .help = "no cost model: candidates in the order found"},
       {.name = "--no-reuse", .value_name = "",
        .help = "no reuse twins (a candidate's copy whose kernels load values other kernels store)"},
+      {.name = "--shared-dims", .value_name = "",
+       .help = "kernels keep sharing the block sizes of a dim one of them reduces away (no kernel-private dims)"},
   };
 }
 

@@ -124,7 +124,14 @@ struct ExtractOptions {
   // With a cost model: the best-ranked this many are estimated again at each
   // of the target's stage_choices (CostModel::best_stages) and re-ranked
   // among themselves; 0 = every candidate at the target's pipeline_stages.
+  // The same leaders get their kernel-private dims first (below).
   size_t stage_refine_top = 32;
+  // With a cost model: each of the stage_refine_top leaders whose kernels
+  // share a dim that a later one reduces away is rewritten to give that
+  // kernel a dim of its own (extract/kernel_dims.h: block sizes no longer
+  // tied across the buffer between them), and the rewrite replaces it when
+  // the cost model prices it lower.
+  bool separate_kernel_dims = true;
   // The extracted programs' name; empty: "extracted".
   std::string program_name;
   // When not empty (indexed by ENodeId): fillings may use only these

@@ -205,8 +205,8 @@ class IRProgram:
         for item in prog[2:]:
             head = item[0]
             if head == "dims":
-                for d in item[1:]:
-                    self.dims[d[0]] = int(d[1])
+                for d in item[1:]:  # (k_out k): the extent of k
+                    self.dims[d[0]] = int(d[1]) if d[1].isdigit() else self.dims[d[1]]
             elif head == "input":
                 self.inputs.append((item[1], item[2], list(item[3][1:])))
             elif head == "let":

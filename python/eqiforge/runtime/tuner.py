@@ -78,14 +78,19 @@ class Config:
         return f"candidate {self.rank} ({', '.join(parts)})"
 
 
-_DIMS = re.compile(r"\(dims((?:\s*\([^()\s]+\s+\d+\))*)\s*\)")
-_DIM = re.compile(r"\(([^()\s]+)\s+(\d+)\)")
+# A dim's extent is a number, or the name of a dim declared before it
+# (`(k1_out k1)`: a kernel's own dim, extraction's kernel-private dims).
+_DIMS = re.compile(r"\(dims((?:\s*\([^()\s]+\s+[^()\s]+\))*)\s*\)")
+_DIM = re.compile(r"\(([^()\s]+)\s+([^()\s]+)\)")
 
 
 def program_dims(text: str) -> dict[str, int]:
     """The dim extents declared by a program's `(dims ...)`."""
     m = _DIMS.search(text)
-    return {name: int(n) for name, n in _DIM.findall(m.group(1))} if m else {}
+    dims: dict[str, int] = {}
+    for name, extent in _DIM.findall(m.group(1)) if m else ():
+        dims[name] = int(extent) if extent.isdigit() else dims[extent]
+    return dims
 
 
 def _next_pow2(n: int) -> int:
