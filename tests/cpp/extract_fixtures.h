@@ -12,6 +12,7 @@
 #include "eqiforge/egraph/runner.h"
 #include "eqiforge/egraph/schedule.h"
 #include "eqiforge/ir/parse.h"
+#include "eqiforge/rules/library.h"
 
 namespace eqf::testing {
 
@@ -84,5 +85,29 @@ inline const std::vector<std::string>& example_folders() {
                                              "lora",      "matmul",           "rmsnorm_mlp"};
   return f;
 }
+
+// The e-graph of a naive program saturated by the rule library.
+struct Saturated {
+  United u;
+  explicit Saturated(const std::string& file) : Saturated(read_text(file), file) {}
+  Saturated(const std::string& text, const std::string& file) : u(text, {}) {
+    Runner runner(u.g);
+    runner.with_node_limit(200'000).with_time_limit(60).with_iter_limit(10'000);
+    add_rule_library(runner);
+    RunReport report = runner.run();
+    EXPECT_EQ(report.stop, StopReason::Saturated) << file;
+    u.refresh();
+  }
+};
+
+// Two kernels that share only the dim of their results (each kernel's body
+// is used by its own grid only).
+inline const char* kTwoElementwiseKernels = R"(
+(program two
+  (dims (k 256))
+  (input x f32 [k])
+  (let a (combine k.0 k (exp (partition k.0 k x))))
+  (output out [k] (combine k.0 k (mul (partition k.0 k a) (partition k.0 k x)))))
+)";
 
 }  // namespace eqf::testing

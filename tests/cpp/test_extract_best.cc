@@ -29,18 +29,7 @@ const CostModel& h100() {
   return cm;
 }
 
-struct Saturated {
-  testing::United u;
-  explicit Saturated(const std::string& file) : Saturated(testing::read_text(file), file) {}
-  Saturated(const std::string& text, const std::string& file) : u(text, {}) {
-    Runner runner(u.g);
-    runner.with_node_limit(200'000).with_time_limit(60).with_iter_limit(10'000);
-    add_rule_library(runner);
-    RunReport report = runner.run();
-    EXPECT_EQ(report.stop, StopReason::Saturated) << file;
-    u.refresh();
-  }
-};
+using testing::Saturated;
 
 // The canonical hashes of every candidate extraction in `order` finds
 // without a limit, its statistics, and (if asked) the result itself.

@@ -142,24 +142,14 @@ TEST(SeparateKernelDims, TheRewriteComputesTheSameValuesAtAnyBlocks) {
 }
 
 TEST(SeparateKernelDims, NothingToDoWhenKernelsShareOnlyTheirResultsDims) {
-  Program p = parse_program(R"(
-(program two
-  (dims (k 256))
-  (input x f32 [k])
-  (let a (combine k.0 k (exp (partition k.0 k x))))
-  (output out [k] (combine k.0 k (mul (partition k.0 k a) (partition k.0 k x)))))
-)", "two.eqf");
+  Program p = parse_program(testing::kTwoElementwiseKernels, "two.eqf");
   typecheck(p);
   EXPECT_FALSE(extract::separate_kernel_dims(p, lowered(p)));
 }
 
 TEST(SeparateKernelDims, ExtractionRanksTheSeparatedFormOfTheFfn) {
-  testing::United u(testing::replace_all(kNaive, "EXTENTS", "(m 16) (k 4096) (i 4096) (o 4096)"), {});
-  Runner runner(u.g);
-  runner.with_node_limit(200'000).with_time_limit(60).with_iter_limit(10'000);
-  add_rule_library(runner);
-  runner.run();
-  u.refresh();
+  testing::Saturated s(testing::replace_all(kNaive, "EXTENTS", "(m 16) (k 4096) (i 4096) (o 4096)"), "ffn.eqf");
+  testing::United& u = s.u;
   auto best = [&](bool separate) {
     ExtractOptions o;
     o.cost = &h200();

@@ -91,25 +91,14 @@ TEST(ReuseKernelResults, ARecomputedKernelBodyIsLoaded) {
 }
 
 TEST(ReuseKernelResults, NoTwinWithoutAnOutsideUse) {
-  // Each kernel's body is used by its own grid only.
-  Program p = parse_program(R"(
-(program two
-  (dims (k 256))
-  (input x f32 [k])
-  (let a (combine k.0 k (exp (partition k.0 k x))))
-  (output out [k] (combine k.0 k (mul (partition k.0 k a) (partition k.0 k x)))))
-)", "two.eqf");
+  Program p = parse_program(testing::kTwoElementwiseKernels, "two.eqf");
   typecheck(p);
   EXPECT_FALSE(extract::reuse_kernel_results(p));
 }
 
 TEST(ReuseKernelResults, NgptsBestCandidateComputesTheMatmulOnce) {
-  testing::United u(kNgpt, {});
-  Runner runner(u.g);
-  runner.with_node_limit(200'000).with_time_limit(60).with_iter_limit(10'000);
-  add_rule_library(runner);
-  ASSERT_EQ(runner.run().stop, StopReason::Saturated);
-  u.refresh();
+  testing::Saturated s(kNgpt, "ngpt.eqf");
+  testing::United& u = s.u;
   auto best = [&](bool reuse) {
     ExtractOptions o;
     o.order = ExtractOrder::BestFirst;
