@@ -40,15 +40,9 @@
 #include "eqiforge/ir/typecheck.h"
 #include "gen_program.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define EQF_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define EQF_TEST_ASAN 1
-#endif
-#endif
+#include "sanitizer.h"
 
-#ifdef EQF_TEST_ASAN
+#ifdef EQF_TEST_UNDER_ASAN
 // From the sanitizer runtime (sanitizer/allocator_interface.h, which GCC
 // does not install).
 extern "C" size_t __sanitizer_get_current_allocated_bytes();
@@ -75,7 +69,7 @@ struct Ended {
 
 constexpr int kExitReturned = 0, kExitError = 1, kExitOther = 2, kExitMemory = 3;
 
-#ifdef EQF_TEST_ASAN
+#ifdef EQF_TEST_UNDER_ASAN
 size_t g_memory_limit = 0;
 void over_limit_hook(const volatile void*, size_t) {
   if (__sanitizer_get_current_allocated_bytes() > g_memory_limit) _exit(kExitMemory);
@@ -93,7 +87,7 @@ Ended guarded(const std::function<void()>& fn, unsigned seconds = 20, size_t mb 
   if (pid == 0) {
     close(fds[0]);
     alarm(seconds);
-#ifdef EQF_TEST_ASAN
+#ifdef EQF_TEST_UNDER_ASAN
     g_memory_limit = __sanitizer_get_current_allocated_bytes() + (mb << 20);
     __sanitizer_install_malloc_and_free_hooks(over_limit_hook, nullptr);
 #else

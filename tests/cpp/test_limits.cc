@@ -18,13 +18,7 @@
 #include "eqiforge/ir/parse.h"
 #include "eqiforge/rules/library.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define EQF_TEST_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define EQF_TEST_UNDER_ASAN 1
-#endif
-#endif
+#include "sanitizer.h"
 
 namespace eqf {
 namespace {
