@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .runtime.tuner import program_dims
+from .runtime.tuner import DIMS_ITEM, program_dims
 
 TOLERANCE_FP32 = 1e-5
 TOLERANCE_HALF = 1e-2
@@ -221,15 +221,10 @@ def _bf16_rounding_compat():
 # ---- programs ----------------------------------------------------------------------
 
 
-# A dim's extent is a number, or the name of a dim declared before it
-# (`(k1_out k1)`: re-sized with k1).
-_DIMS_ITEM = r"\(dims((?:\s*\(\s*[^()\s]+\s+[^()\s]+\s*\))+)\s*\)"
-
-
 def small_extents(text: str, seed: int = 0, others: tuple = ()) -> dict:
     """Small extents for the dims of `text` (dims that a split or merge relates,
     in it or in `others`, keep theirs: their extents must stay consistent)."""
-    if not re.search(_DIMS_ITEM, text):
+    if not DIMS_ITEM.search(text):
         raise CheckError("--small: no (dims ...) item found")
     layout_dims = set()
     for t in (text, *others):
@@ -237,15 +232,16 @@ def small_extents(text: str, seed: int = 0, others: tuple = ()) -> dict:
             layout_dims.update(op.groups())
     rng = random.Random(seed)
     out = {}
-    for name, extent in _dims(text).items():
+    for name, extent in program_dims(text).items():
         if name not in layout_dims and extent > 1:
             out[name] = min(extent, rng.choice(_SMALL_EXTENTS))
     return out
 
 
 def with_extents(text: str, extents: dict) -> str:
-    """The program with the dims named in `extents` re-sized."""
-    match = re.search(_DIMS_ITEM, text)
+    """The program with the dims named in `extents` re-sized (a dim declared
+    with another's name follows that one)."""
+    match = DIMS_ITEM.search(text)
     if not match:
         raise CheckError("--small: no (dims ...) item found")
 
@@ -261,12 +257,6 @@ def resize_small(text: str, seed: int = 0) -> str:
     """The program with every dim re-sized to a small extent (dims that a split
     or merge relates keep theirs: their extents must stay consistent)."""
     return with_extents(text, small_extents(text, seed))
-
-
-def _dims(text: str) -> dict:
-    """Each declared dim's extent (a dim declared with another's name has
-    that one's)."""
-    return program_dims(text)
 
 
 def _input_dtypes(text: str) -> dict:
@@ -428,7 +418,7 @@ def check_program(
         raise CheckError(str(e)) from None
     if module is None:
         module = load_module(emit(text, unit_axes, source))
-    dims = _dims(text)
+    dims = program_dims(text)
     torch_dtypes = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64,
                     "i32": torch.int32, "bool": torch.bool}
     dtypes = _input_dtypes(text)

@@ -188,7 +188,7 @@ def no_candidate_reason(report: dict, text: str = "") -> str:
 def _scalar_outputs(text: str) -> list[str]:
     from . import _core
 
-    dims = check._dims(text)
+    dims = check.program_dims(text)
     out = []
     for name, type_text in _core.check(text):
         names = type_text[type_text.index("[") + 1 : type_text.rindex("]")].split()

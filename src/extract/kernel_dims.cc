@@ -66,22 +66,26 @@ Region region_of(const Program& p, NodeId root, const std::vector<bool>& materia
   return r;
 }
 
-// How kernel k uses dim d.
-enum class Use { None, Private, Kept };
+// The dims a kernel uses (its nodes' attributes, the tensors it reads), and
+// of those the ones tied to the rest of the program: in its result, the dim
+// of an axis it collects (the c_d.l dim names the axis) or of a unit axis
+// (fixed by name).
+struct DimUse {
+  std::set<Symbol> used, tied;
+};
 
-Use use_of(const Program& p, const Kernel& k, const Region& r, const std::set<Axis>& unit_axes, Symbol d) {
-  bool used = false, collected = false;
+DimUse dim_use(const Program& p, const Kernel& k, const Region& r, const std::set<Axis>& unit_axes) {
+  DimUse u;
   for (NodeId n : r.nodes) {
     const Node& node = p.node(n);
-    for_each_attr_dim(node, [&](int, AttrKind, Symbol s) { used = used || s == d; });
-    if (node.op == Op::Collect && attr_axis(node.attrs, 0).dim == d) collected = true;
+    for_each_attr_dim(node, [&](int, AttrKind, Symbol d) { u.used.insert(d); });
+    if (node.op == Op::Collect) u.tied.insert(attr_axis(node.attrs, 0).dim);
   }
-  for (NodeId n : r.leaves) used = used || has_dim(p, n, d);
-  if (!used) return Use::None;
-  // A result with d, a collected axis of d (its dim c_d.l names the axis)
-  // or a unit axis of d (fixed by name) ties d to the rest of the program.
-  bool unit = std::any_of(unit_axes.begin(), unit_axes.end(), [&](Axis a) { return a.dim == d; });
-  return has_dim(p, k.root, d) || collected || unit ? Use::Kept : Use::Private;
+  for (NodeId n : r.leaves)
+    for (const TensorType& part : p.type(n).get().parts) u.used.insert(part.dims.begin(), part.dims.end());
+  for (const TensorType& part : p.type(k.root).get().parts) u.tied.insert(part.dims.begin(), part.dims.end());
+  for (Axis a : unit_axes) u.tied.insert(a.dim);
+  return u;
 }
 
 std::string stem(const std::string& kernel_name) {
@@ -106,10 +110,7 @@ class Rebuild {
     // dims in declaration order, and the kernel's tiles keep theirs.
     for (const DimInfo& d : p_.dims.all()) {
       if (d.collected_from) continue;  // typing declares those the program uses
-      if (d.same_as.valid())
-        q_.dims.declare_same(d.name, d.same_as);
-      else
-        q_.dims.declare(d.name, d.extent);
+      q_.dims.declare_like(d);
       for (const Renames& rs : renames_)
         for (const auto& [from, to] : rs)
           if (from == d.name) q_.dims.declare_same(to, d.name);
@@ -186,32 +187,29 @@ std::optional<Program> separate_kernel_dims(const Program& p, const LoweredProgr
   std::vector<bool> materialized(p.size(), false);
   for (const Buffer& b : lp.buffers) materialized[b.node.v] = true;
   for (const Kernel& k : lp.kernels) materialized[k.root.v] = true;
-  std::vector<Region> regions;
-  for (const Kernel& k : lp.kernels) regions.push_back(region_of(p, k.root, materialized));
+  std::vector<DimUse> uses;
+  for (const Kernel& k : lp.kernels) uses.push_back(dim_use(p, k, region_of(p, k.root, materialized), lp.unit_axes));
 
   std::vector<Renames> renames(lp.kernels.size());
-  std::vector<std::string> taken;
-  for (const DimInfo& d : p.dims.all()) taken.push_back(std::string(d.name.str()));
+  std::set<std::string> taken;
+  for (const DimInfo& d : p.dims.all()) taken.insert(std::string(d.name.str()));
   bool any = false;
   for (const DimInfo& d : p.dims.all()) {
     if (d.collected_from) continue;
-    std::vector<std::pair<size_t, Use>> users;
-    for (size_t k = 0; k < lp.kernels.size(); ++k)
-      if (Use u = use_of(p, lp.kernels[k], regions[k], lp.unit_axes, d.name); u != Use::None) users.push_back({k, u});
+    std::vector<size_t> users;
+    for (size_t k = 0; k < uses.size(); ++k)
+      if (uses[k].used.count(d.name)) users.push_back(k);
     if (users.size() < 2) continue;
-    // The first kernel whose result has d keeps it, else the first user.
-    size_t keeper = users.front().first;
-    for (const auto& [k, u] : users)
-      if (u == Use::Kept) {
-        keeper = k;
-        break;
-      }
-    for (const auto& [k, u] : users) {
-      if (k == keeper || u != Use::Private) continue;
-      std::string name = std::string(d.name.str()) + "_" + stem(lp.kernels[k].name);
-      for (int i = 2; std::find(taken.begin(), taken.end(), name) != taken.end(); ++i)
-        name = std::string(d.name.str()) + "_" + stem(lp.kernels[k].name) + "_" + std::to_string(i);
-      taken.push_back(name);
+    // The first kernel that ties d keeps it, else the first user.
+    auto tied = [&](size_t k) { return uses[k].tied.count(d.name) > 0; };
+    auto first_tied = std::find_if(users.begin(), users.end(), tied);
+    const size_t keeper = first_tied != users.end() ? *first_tied : users.front();
+    for (size_t k : users) {
+      if (k == keeper || tied(k)) continue;
+      const std::string base = std::string(d.name.str()) + "_" + stem(lp.kernels[k].name);
+      std::string name = base;
+      for (int i = 2; taken.count(name); ++i) name = base + "_" + std::to_string(i);
+      taken.insert(name);
       renames[k].push_back({d.name, Symbol::intern(name)});
       any = true;
     }

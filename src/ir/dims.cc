@@ -17,6 +17,11 @@ bool DimTable::declare_same(Symbol name, Symbol of) {
   return true;
 }
 
+bool DimTable::declare_like(const DimInfo& d) {
+  if (d.same_as.valid() && declare_same(d.name, d.same_as)) return true;
+  return declare(d.name, d.extent);
+}
+
 Symbol DimTable::declare_collected(Axis p) {
   Symbol name = p.collected_dim();
   if (!find(name)) dims_.push_back(DimInfo{name, 0, p, Symbol()});

@@ -240,6 +240,7 @@ class ProgramParser {
       Symbol same_as;  // `(k_out k)`: k's extent
       if (extent_atom.is_atom()) {
         extent = parse_integer(extent_atom.atom, std::numeric_limits<int64_t>::max());
+        // A dim declared so far is of fixed extent (collected ones come later).
         if (!extent && p_.dims.contains(Symbol::intern(extent_atom.atom))) same_as = Symbol::intern(extent_atom.atom);
       }
       if (!same_as.valid() && (!extent || *extent == 0))
@@ -249,13 +250,10 @@ class ProgramParser {
         fail(entry.items[0].loc, "duplicate dim `" + std::string(name.str()) + "`: already declared at " +
                                      position_text(it->second));
       dim_locs_.emplace(name, entry.items[0].loc);
-      if (same_as.valid()) {
-        if (!p_.dims.declare_same(name, same_as))
-          fail(extent_atom.loc, "dim `" + std::string(name.str()) + "` takes the extent of `" +
-                                    std::string(same_as.str()) + "`, which is not a declared dim of fixed extent");
-      } else {
+      if (same_as.valid())
+        p_.dims.declare_same(name, same_as);
+      else
         p_.dims.declare(name, *extent);
-      }
     }
   }
 

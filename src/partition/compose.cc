@@ -142,7 +142,7 @@ void declare_dims(const Program& from, Program& out) {
     }
     const DimInfo* have = out.dims.find(d.name);
     if (!have) {
-      if (!d.same_as.valid() || !out.dims.declare_same(d.name, d.same_as)) out.dims.declare(d.name, d.extent);
+      out.dims.declare_like(d);
     } else if (have->collected_from || have->extent != d.extent) {
       throw Error("compose: dim " + std::string(d.name.str()) + " has extent " + std::to_string(d.extent) +
                   " in " + std::string(from.name.str()) + " but not in the other program");

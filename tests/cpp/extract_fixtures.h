@@ -13,6 +13,7 @@
 #include "eqiforge/egraph/schedule.h"
 #include "eqiforge/ir/parse.h"
 #include "eqiforge/rules/library.h"
+#include "sanitizer.h"
 
 namespace eqf::testing {
 
@@ -86,13 +87,15 @@ inline const std::vector<std::string>& example_folders() {
   return f;
 }
 
-// The e-graph of a naive program saturated by the rule library.
+// The e-graph of a naive program saturated by the rule library (the tests
+// expect saturation: the time limit only guards against a hang, and scales
+// under the sanitizers).
 struct Saturated {
   United u;
   explicit Saturated(const std::string& file) : Saturated(read_text(file), file) {}
   Saturated(const std::string& text, const std::string& file) : u(text, {}) {
     Runner runner(u.g);
-    runner.with_node_limit(200'000).with_time_limit(60).with_iter_limit(10'000);
+    runner.with_node_limit(200'000).with_time_limit(60 * kTimeScale).with_iter_limit(10'000);
     add_rule_library(runner);
     RunReport report = runner.run();
     EXPECT_EQ(report.stop, StopReason::Saturated) << file;

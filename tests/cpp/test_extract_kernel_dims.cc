@@ -154,7 +154,7 @@ TEST(SeparateKernelDims, ExtractionRanksTheSeparatedFormOfTheFfn) {
     ExtractOptions o;
     o.cost = &h200();
     o.max_candidates = 64;
-    o.time_limit_s = 60;
+    o.time_limit_s = 60 * testing::kTimeScale;
     o.separate_kernel_dims = separate;
     return extract_candidates(u.g, u.roots, u.naive.outputs(), o);
   };

@@ -298,7 +298,7 @@ def test_small_resizes_a_large_program():
     big = text_of("attention/flash.eqf").replace("(dims (h 2) (s 10) (t 13) (e 8) (f 6))",
                                                  "(dims (h 16) (s 4096) (t 4096) (e 64) (f 64))")
     small = check.resize_small(big, seed=1)
-    dims = check._dims(small)
+    dims = check.program_dims(small)
     assert all(v <= 13 for v in dims.values()), dims
     assert check.main([str(EXAMPLES / "attention/flash.eqf"), "--small", "--trials", "1"]) == 0
 

@@ -43,7 +43,7 @@ def test_the_consumer_loops_over_a_dim_of_its_own(extracted):
     assert tuner.program_dims(first.program)["i_y"] == 4096
     small = check.with_extents(first.program, SMALL)
     assert "(i 40)" in small and "(i_y i)" in small
-    assert check._dims(small)["i_y"] == 40
+    assert tuner.program_dims(small)["i_y"] == 40
 
 
 def test_the_emitted_kernels_compute_the_naive_program(extracted):

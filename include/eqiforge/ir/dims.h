@@ -30,6 +30,10 @@ class DimTable {
   // Declares a dim with the extent of `of`, a fixed dim declared before it;
   // returns false if `name` exists already or `of` is not such a dim.
   bool declare_same(Symbol name, Symbol of);
+  // Declares a fixed dim as another table describes it: with the dim it is
+  // declared with when that is here, else with its extent; false if it
+  // exists already.
+  bool declare_like(const DimInfo& d);
   // Declares (idempotently) the dim made by collecting axis p.
   Symbol declare_collected(Axis p);
 

@@ -78,15 +78,16 @@ class Config:
         return f"candidate {self.rank} ({', '.join(parts)})"
 
 
-# A dim's extent is a number, or the name of a dim declared before it
-# (`(k1_out k1)`: a kernel's own dim, extraction's kernel-private dims).
-_DIMS = re.compile(r"\(dims((?:\s*\([^()\s]+\s+[^()\s]+\))*)\s*\)")
-_DIM = re.compile(r"\(([^()\s]+)\s+([^()\s]+)\)")
+# A program's `(dims ...)` item, its entries in group 1. A dim's extent is a
+# number, or the name of a dim declared before it (`(k1_out k1)`: a kernel's
+# own dim, extraction's kernel-private dims).
+DIMS_ITEM = re.compile(r"\(dims((?:\s*\(\s*[^()\s]+\s+[^()\s]+\s*\))*)\s*\)")
+_DIM = re.compile(r"\(\s*([^()\s]+)\s+([^()\s]+)\s*\)")
 
 
 def program_dims(text: str) -> dict[str, int]:
     """The dim extents declared by a program's `(dims ...)`."""
-    m = _DIMS.search(text)
+    m = DIMS_ITEM.search(text)
     dims: dict[str, int] = {}
     for name, extent in _DIM.findall(m.group(1)) if m else ():
         dims[name] = int(extent) if extent.isdigit() else dims[extent]
