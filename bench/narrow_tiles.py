@@ -6,7 +6,10 @@ src/cost/cost_model.cc). This measures it for the form the emitter writes
 at batch 1 without tl.dot: out[n] = sum_k x[k] * W[k, n], each program
 owning BN columns and looping over K in [BK, BN] tiles (BK = K: one
 iteration, the whole column strip at once), the product summed on the FP
-units. W is [K, N] fp16, row-major.
+units. W is [K, N] fp16, row-major. K and N are constexprs, as the
+emitter passes extents and strides: with them passed at run time (the
+2026-12-07 sweep in bench/results/h100-2026-12-07-general) the kernel was
+slower than emitted kernels of the same tiling.
 
     python3 -m bench.narrow_tiles --out narrow_tiles.json
 
@@ -25,7 +28,7 @@ import triton.language as tl
 
 
 @triton.jit
-def gemv_sum(x_ptr, w_ptr, out_ptr, K, N, BK: tl.constexpr, BN: tl.constexpr):
+def gemv_sum(x_ptr, w_ptr, out_ptr, K: tl.constexpr, N: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr):
     pid = tl.program_id(0)
     cols = pid * BN + tl.arange(0, BN)
     acc = tl.zeros([BN], dtype=tl.float32)
