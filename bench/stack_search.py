@@ -32,15 +32,14 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from bench.workloads import WORKLOADS, Case, Config, InputSpec, Workload, _w, case_by_id, make_inputs
+from bench.workloads import EPS, WORKLOADS, Case, Config, InputSpec, Workload, _w, make_inputs
 from eqiforge.frontend import to_ir
 from eqiforge.options import Options
 from eqiforge.runtime import partition, search
 
-EPS = 1e-6
-
-
 def rms(x, g):
+    """RMSNorm with the mean of squares in fp32, as fp16 decoder layers
+    compute it (bench.workloads.rms keeps the input's dtype)."""
     return x * torch.rsqrt((x.float() * x.float()).mean(-1, keepdim=True) + EPS).to(x.dtype) * g
 
 

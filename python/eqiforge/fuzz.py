@@ -64,6 +64,7 @@ import traceback
 from dataclasses import asdict, dataclass, field
 
 from . import check, worker_pool
+from .runtime.tuner import program_dims
 
 STATUSES = ("ok", "no-candidate", "wrong", "crash", "timeout")
 FAILURES = ("wrong", "crash")
@@ -188,7 +189,7 @@ def no_candidate_reason(report: dict, text: str = "") -> str:
 def _scalar_outputs(text: str) -> list[str]:
     from . import _core
 
-    dims = check.program_dims(text)
+    dims = program_dims(text)
     out = []
     for name, type_text in _core.check(text):
         names = type_text[type_text.index("[") + 1 : type_text.rindex("]")].split()
