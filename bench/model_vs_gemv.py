@@ -54,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     K, N = data["K"], data["N"]
     best: dict[tuple[int, int], dict] = {}  # the faster num_warps of each tiling
     for r in data["rows"]:
+        if "form" in r:  # narrow_tiles' split-k and cuBLAS rows: printed below, not modelled
+            continue
         key = (r["BN"], r["BK"])
         if key not in best or r["us"] < best[key]["us"]:
             best[key] = r
@@ -70,6 +72,15 @@ def main(argv: list[str] | None = None) -> int:
         logs.append(math.log(ratio))
         print(f"{bn:4d} {bk:5d} {r['programs']:8d} {r['us']:12.1f} {e['estimated_us']:9.1f} {ratio:14.2f}  "
               f"{kern['bound']}{'' if e.get('feasible', True) else ' (infeasible)'}")
+    others = [r for r in data["rows"] if "form" in r]
+    for r in others:
+        if r["form"] == "torch.matmul":
+            print(f"torch.matmul (cuBLAS): {r['us']:.1f} us")
+    split = [r for r in others if r["form"] == "split"]
+    if split:
+        s = min(split, key=lambda r: r["us"])
+        print(f"fastest split-k (partials + merge kernel): {s['us']:.1f} us at BN={s['BN']} BK={s['BK']} "
+              f"S={s['S']} warps={s['num_warps']} ({len(split)} measured)")
     rms = math.sqrt(sum(x * x for x in logs) / len(logs))
     print(f"rms log error {rms:.3f} over {len(logs)} tilings; geometric mean model/measured "
           f"{math.exp(sum(logs) / len(logs)):.2f}")

@@ -13,6 +13,11 @@ slower than emitted kernels of the same tiling.
 
     python3 -m bench.narrow_tiles --out narrow_tiles.json
 
+With it, for comparison: torch.matmul (cuBLAS) on the same operands, and
+split-k forms: S programs per column block each sum K/S rows into an fp32
+partial, a second kernel adds the S partials (what a preduce over a grid
+axis lowers to). Both kernels are in the time.
+
 Prints one line per configuration (µs, GB/s) and writes them as JSON.
 """
 
@@ -40,12 +45,70 @@ def gemv_sum(x_ptr, w_ptr, out_ptr, K: tl.constexpr, N: tl.constexpr, BK: tl.con
     tl.store(out_ptr + cols, acc.to(tl.float16))
 
 
+@triton.jit
+def gemv_split_partials(x_ptr, w_ptr, part_ptr, K: tl.constexpr, N: tl.constexpr, BK: tl.constexpr,
+                        BN: tl.constexpr, KS: tl.constexpr):
+    # Program (n block, k split): the sum over its KS rows of BN columns, in fp32.
+    pid_n = tl.program_id(0)
+    pid_s = tl.program_id(1)
+    cols = pid_n * BN + tl.arange(0, BN)
+    acc = tl.zeros([BN], dtype=tl.float32)
+    for k in range(pid_s * KS, pid_s * KS + KS, BK):
+        rows = k + tl.arange(0, BK)
+        x = tl.load(x_ptr + rows).to(tl.float32)
+        tile = tl.load(w_ptr + rows[:, None] * N + cols[None, :]).to(tl.float32)
+        acc += tl.sum(x[:, None] * tile, axis=0)
+    tl.store(part_ptr + pid_s * N + cols, acc)
+
+
+@triton.jit
+def gemv_split_merge(part_ptr, out_ptr, N: tl.constexpr, S: tl.constexpr, BN: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = pid * BN + tl.arange(0, BN)
+    parts = tl.load(part_ptr + tl.arange(0, S)[:, None] * N + cols[None, :])
+    tl.store(out_ptr + cols, tl.sum(parts, axis=0).to(tl.float16))
+
+
+def split_rows(x, w, out, want, K, N):
+    """Split-k: S programs per column block write fp32 partial sums, a
+    second kernel adds them (the form a preduce over a grid axis lowers to,
+    through a buffer of partials)."""
+    rows = []
+    part = torch.empty(64, N, device="cuda", dtype=torch.float32)
+    for BN in (64, 128, 256):
+        for S in (4, 8, 16, 32):
+            for BK in (32, 64, 128):
+                KS = K // S
+                if KS % BK or BK * BN > 32768:
+                    continue
+                for warps in (4, 8):
+                    def fn():
+                        gemv_split_partials[(N // BN, S)](x, w, part, K, N, BK=BK, BN=BN, KS=KS,
+                                                          num_warps=warps, num_stages=3)
+                        gemv_split_merge[(N // 256,)](part, out, N, S=S, BN=256, num_warps=4)
+                    try:
+                        fn()
+                        torch.cuda.synchronize()
+                        err = float((out.float() - want).norm() / want.norm())
+                        ms = triton.testing.do_bench(fn, warmup=25, rep=100)
+                    except Exception as e:  # noqa: BLE001 -- a config that does not compile is reported
+                        print(f"split BN={BN} S={S} BK={BK}: failed: {str(e).splitlines()[0]}", file=sys.stderr)
+                        continue
+                    gbps = K * N * 2 / (ms * 1e-3) / 1e9
+                    rows.append(dict(form="split", BN=BN, BK=BK, S=S, num_warps=warps, programs=N // BN * S,
+                                     row_bytes=BN * 2, us=ms * 1e3, GBps=gbps, rel_err=err))
+                    print(f"split BN={BN:4d} S={S:3d} BK={BK:4d} warps={warps} programs={N // BN * S:5d} "
+                          f"{ms * 1e3:8.1f} us {gbps:7.0f} GB/s  err {err:.1e}", flush=True)
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None)
     ap.add_argument("--K", type=int, default=4096)
     ap.add_argument("--N", type=int, default=4096)
     ap.add_argument("--max-tile", type=int, default=65536, help="largest BK x BN tried")
+    ap.add_argument("--no-split", action="store_true", help="skip the split-k forms")
     args = ap.parse_args(argv)
     K, N = args.K, args.N
     w = torch.randn(K, N, device="cuda", dtype=torch.float16)
@@ -73,6 +136,11 @@ def main(argv=None) -> int:
                 rows.append(row)
                 print(f"BN={BN:4d} ({BN * 2:4d} B a row) BK={BK:5d} warps={warps} programs={N // BN:5d} "
                       f"{ms * 1e3:8.1f} us {gbps:7.0f} GB/s  err {err:.1e}", flush=True)
+    ms = triton.testing.do_bench(lambda: torch.matmul(x, w, out=out), warmup=25, rep=100)
+    rows.append(dict(form="torch.matmul", us=ms * 1e3, GBps=K * N * 2 / (ms * 1e-3) / 1e9))
+    print(f"torch.matmul (cuBLAS) {ms * 1e3:8.1f} us {K * N * 2 / (ms * 1e-3) / 1e9:7.0f} GB/s", flush=True)
+    if not args.no_split:
+        rows += split_rows(x, w, out, want, K, N)
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "K": K, "N": N, "triton": triton.__version__,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call that checks two cost-model changes on the GPU:
 #   1. narrow tiles: how fast the batch-1 GEMV streams its weight in narrow
-#      column strips (bench/narrow_tiles.py), for bench/model_vs_gemv.py;
+#      column strips, split-k forms and cuBLAS beside them
+#      (bench/narrow_tiles.py), for bench/model_vs_gemv.py;
 #   2. kernel-private dims and the short-row pricing on the general programs
 #      they change (RMSNorm + SwiGLU FFN b1/b8/b16, QK-norm b1, gated MLP b1,
 #      LayerNorm + GEMM b1), ours against eager and torch.compile.
