@@ -118,6 +118,7 @@ def measure(case: Case, layers: int, args, opts: Options) -> dict:
               f"{len(found.candidates)} candidates", flush=True)
     t_search = time.perf_counter() - t0
     return dict(layers=layers, ops=plan.ops, subgraphs=len(plan.subgraphs), distinct=plan.distinct(),
+                period=plan.period, units=plan.units,
                 subgraph_ops=[sg.ops for sg in plan.subgraphs],
                 capture_s=t_capture, partition_s=t_partition, search_s=t_search,
                 searches=list(searched.values()))

@@ -328,8 +328,9 @@ def compile_partitioned(fe, fn, example_inputs: tuple, opts: Options, progress: 
     from .runtime import partition as partitioning
     from .runtime.report import KernelReport
 
+    repeat = f"; the cuts repeat every {plan.period} operators, {plan.units} times" if plan.period else ""
     progress.info(f"partitioned: {why}; {len(plan.subgraphs)} subgraphs of at most {plan.max_ops} operators "
-                  f"({plan.distinct()} distinct)")
+                  f"({plan.distinct()} distinct{repeat})")
     inputs = binding.module_inputs(example_inputs)
     if searcher is None:
         searcher = partitioning.PartitionedSearch(opts, target, interpret, progress, module_dir)

@@ -1,6 +1,7 @@
 // The partitioner: a linear order of the operators, a dynamic program over
 // its segmentations, and one subprogram per segment (see partition.h).
 #include "eqiforge/partition/partition.h"
+#include "partition/period.h"
 #include "partition/post_order.h"
 
 #include <algorithm>
@@ -265,6 +266,11 @@ struct Cost {
   int64_t overflow = 0;
   int64_t bytes = 0;
   int64_t segments = 0;
+  Cost& operator+=(const Cost& o) {
+    overflow += o.overflow, bytes += o.bytes, segments += o.segments;
+    return *this;
+  }
+  friend Cost operator+(Cost a, const Cost& b) { return a += b; }
   friend bool operator<(const Cost& a, const Cost& b) {
     if (a.overflow != b.overflow) return a.overflow < b.overflow;
     if (a.bytes != b.bytes) return a.bytes < b.bytes;
@@ -276,90 +282,229 @@ struct Segmentation {
   std::vector<uint32_t> order;   // operators in linear order
   std::vector<size_t> cuts;      // segment starts, with order.size() at the end
   Cost cost;
+  size_t distinct = 0;           // segments up to copies (window_key)
+  size_t period = 0, units = 0;  // the repeated block of the cuts (0: none)
   bool ok = false;
 };
 
-Segmentation segment(const Facts& f, std::vector<uint32_t> order, int max_ops) {
-  size_t n = order.size();
-  std::vector<uint32_t> pos(f.is_op.size(), kNone);
-  for (size_t i = 0; i < n; ++i) pos[order[i]] = uint32_t(i);
-  // last_use[i]: the largest position of an operator that reads order[i].
-  std::vector<uint32_t> last_use(n, 0);
-  for (size_t i = 0; i < n; ++i)
-    for (uint32_t u : f.users[order[i]]) last_use[i] = std::max(last_use[i], pos[u]);
-  // Marks operands already counted for the segment being priced.
-  std::vector<uint32_t> stamp(n, kNone);
-  uint32_t generation = 0;
+// Fewer distinct segments are worth some traffic through the cuts: each
+// distinct segment is one search, and lazy composition fuses across a cut
+// where that pays. A segmentation may move up to twice the least bytes any
+// segmentation moves, plus 256 KiB (~0.1 us at 4 TB/s, nothing next to a
+// launch), and then wins on fewer distinct segments; beyond that the least
+// bytes win. (The runtime's fallback cut, python/eqiforge/runtime/
+// partition.py, allows the same slack.)
+constexpr int64_t kTrafficSlack = 2;
+constexpr int64_t kTrafficFloor = 256 * 1024;
+
+bool within_traffic(const Segmentation& s, const Cost& least) {
+  return s.cost.overflow == least.overflow && s.cost.bytes <= kTrafficSlack * least.bytes + kTrafficFloor;
+}
+
+// Among segmentations within the traffic slack: fewest distinct segments,
+// then the plain order of costs.
+bool fewer_searches(const Segmentation& a, const Segmentation& b) {
+  if (!b.ok) return a.ok;
+  if (!a.ok) return false;
+  if (a.distinct != b.distinct) return a.distinct < b.distinct;
+  return a.cost < b.cost;
+}
+
+// Prices the segments of one linear order.
+class SegmentPricer {
+ public:
+  SegmentPricer(const Facts& f, const std::vector<uint32_t>& order, int max_ops)
+      : f_(f), order_(order), max_ops_(max_ops), pos_(f.is_op.size(), kNone), last_use_(order.size(), 0),
+        stamp_(order.size(), kNone) {
+    for (size_t i = 0; i < order.size(); ++i) pos_[order[i]] = uint32_t(i);
+    // last_use_[i]: the largest position of an operator that reads order[i].
+    for (size_t i = 0; i < order.size(); ++i)
+      for (uint32_t u : f.users[order[i]]) last_use_[i] = std::max(last_use_[i], pos_[u]);
+  }
 
   // The cost of segment [a, b), or false when the segment cannot be a
   // subgraph: a tuple, a value without a dim of extent > 1 or a mere copy of
   // a value computed before the segment would cross a cut, or an original
   // output would be a copy of a value computed before the segment.
-  auto segment_cost = [&](size_t a, size_t b, Cost& c) -> bool {
+  bool cost(size_t a, size_t b, Cost& c) {
     c = Cost{};
     c.segments = 1;
-    c.overflow = std::max<int64_t>(0, int64_t(b - a) - max_ops);
-    ++generation;
+    c.overflow = std::max<int64_t>(0, int64_t(b - a) - max_ops_);
+    ++generation_;
     for (size_t i = a; i < b; ++i) {
-      uint32_t node = order[i];
-      uint32_t source = f.copy_of[node];
+      uint32_t node = order_[i];
+      uint32_t source = f_.copy_of[node];
       // Copies an input of the segment: an operator before it, or (only
       // where the value crosses: an original output copying an original
       // input is one in any subgraph) an original input.
-      bool copies_input = source != node && (pos[source] == kNone ? !f.is_op[source] && f.dependent[source]
-                                                                  : pos[source] < a);
-      if (last_use[i] >= b && f.users[node].size() > 0) {
-        if (f.is_tuple[node] || !f.wide[node] || copies_input) return false;
-        c.bytes += f.bytes[node];  // written once
-      } else if (f.is_output[node] && copies_input && pos[source] != kNone) {
+      bool copies_input = source != node && (pos_[source] == kNone ? !f_.is_op[source] && f_.dependent[source]
+                                                                   : pos_[source] < a);
+      if (last_use_[i] >= b && f_.users[node].size() > 0) {
+        if (f_.is_tuple[node] || !f_.wide[node] || copies_input) return false;
+        c.bytes += f_.bytes[node];  // written once
+      } else if (f_.is_output[node] && copies_input && pos_[source] != kNone) {
         return false;
       }
-      for (NodeId ch : f.p->children(NodeId{node})) {
-        uint32_t q = pos[ch.v];
-        if (q == kNone || q >= a || stamp[q] == generation) continue;
-        stamp[q] = generation;
-        if (f.is_tuple[ch.v]) return false;
-        c.bytes += f.bytes[ch.v];  // read by this segment
+      for (NodeId ch : f_.p->children(NodeId{node})) {
+        uint32_t q = pos_[ch.v];
+        if (q == kNone || q >= a || stamp_[q] == generation_) continue;
+        stamp_[q] = generation_;
+        if (f_.is_tuple[ch.v]) return false;
+        c.bytes += f_.bytes[ch.v];  // read by this segment
       }
     }
     return true;
-  };
+  }
 
-  // Segments may exceed the bound only where tuples force it: try the bound,
-  // then a growing slack.
-  Segmentation best;
-  for (size_t slack = 0;; slack = slack ? slack * 2 : 8) {
-    size_t longest = std::min(n, size_t(max_ops) + slack);
-    std::vector<Cost> dp(n + 1);
-    std::vector<size_t> from(n + 1, 0);
-    std::vector<bool> reached(n + 1, false);
-    reached[0] = true;
-    for (size_t b = 1; b <= n; ++b) {
-      for (size_t len = 1; len <= longest && len <= b; ++len) {
-        size_t a = b - len;
-        if (!reached[a]) continue;
-        Cost c;
-        if (!segment_cost(a, b, c)) continue;
-        Cost total{dp[a].overflow + c.overflow, dp[a].bytes + c.bytes, dp[a].segments + c.segments};
-        // Ties go to the later cut (longer last segment), deterministically.
-        if (!reached[b] || total < dp[b]) {
-          dp[b] = total;
-          from[b] = a;
-          reached[b] = true;
-        }
+ private:
+  const Facts& f_;
+  const std::vector<uint32_t>& order_;
+  int64_t max_ops_;
+  std::vector<uint32_t> pos_, last_use_;
+  std::vector<uint32_t> stamp_;  // operands already counted for the segment being priced
+  uint32_t generation_ = 0;
+};
+
+// The best segmentations of a span of the order into segments of at most
+// `longest` operators, to (forward) or from (backward) every position:
+// forward, cost[b - lo] prices [lo, b) and link[b - lo] is its last cut;
+// backward, cost[a - lo] prices [a, hi) and link[a - lo] is its first cut.
+struct Chain {
+  size_t lo = 0;
+  std::vector<Cost> cost;
+  std::vector<size_t> link;
+  std::vector<bool> reached;
+  bool at(size_t x) const { return reached[x - lo]; }
+};
+
+Chain forward_chain(SegmentPricer& pricer, size_t lo, size_t hi, size_t longest) {
+  Chain ch{lo, std::vector<Cost>(hi - lo + 1), std::vector<size_t>(hi - lo + 1, lo), std::vector<bool>(hi - lo + 1)};
+  ch.reached[0] = true;
+  for (size_t b = lo + 1; b <= hi; ++b) {
+    for (size_t len = 1; len <= longest && len <= b - lo; ++len) {
+      size_t a = b - len;
+      if (!ch.reached[a - lo]) continue;
+      Cost c;
+      if (!pricer.cost(a, b, c)) continue;
+      Cost total = ch.cost[a - lo] + c;
+      // Ties go to the later cut (longer last segment), deterministically.
+      if (!ch.reached[b - lo] || total < ch.cost[b - lo]) {
+        ch.cost[b - lo] = total;
+        ch.link[b - lo] = a;
+        ch.reached[b - lo] = true;
       }
     }
-    if (reached[n] || longest >= n) {
-      if (!reached[n]) return best;  // cannot happen: one segment of everything has no cut
-      best.cost = dp[n];
-      std::vector<size_t> cuts{n};
-      for (size_t b = n; b > 0; b = from[b]) cuts.push_back(from[b]);
-      std::reverse(cuts.begin(), cuts.end());
-      best.cuts = std::move(cuts);
-      best.order = std::move(order);
-      best.ok = true;
-      return best;
+  }
+  return ch;
+}
+
+Chain backward_chain(SegmentPricer& pricer, size_t lo, size_t hi, size_t longest) {
+  Chain ch{lo, std::vector<Cost>(hi - lo + 1), std::vector<size_t>(hi - lo + 1, hi), std::vector<bool>(hi - lo + 1)};
+  ch.reached[hi - lo] = true;
+  for (size_t a = hi; a-- > lo;) {
+    for (size_t len = 1; len <= longest && a + len <= hi; ++len) {
+      size_t b = a + len;
+      if (!ch.reached[b - lo]) continue;
+      Cost c;
+      if (!pricer.cost(a, b, c)) continue;
+      Cost total = c + ch.cost[b - lo];
+      if (!ch.reached[a - lo] || total < ch.cost[a - lo]) {
+        ch.cost[a - lo] = total;
+        ch.link[a - lo] = b;
+        ch.reached[a - lo] = true;
+      }
     }
+  }
+  return ch;
+}
+
+// The cuts of a forward chain's best segmentation of [lo, b), b excluded.
+std::vector<size_t> forward_cuts(const Chain& ch, size_t b) {
+  std::vector<size_t> cuts;
+  for (size_t x = b; x > ch.lo; x = ch.link[x - ch.lo]) cuts.push_back(ch.link[x - ch.lo]);
+  std::reverse(cuts.begin(), cuts.end());
+  return cuts;
+}
+
+// Cuts that repeat with the order's period: the best segmentation of one
+// block of `j` periods (the unit), repeated over every whole unit of the
+// repeated run from a phase, the best segmentations before and after. Each
+// phase and unit length up to four bounds (at least one period) is priced;
+// the result replaces `best` where it is within the traffic slack of `plain`
+// (the order's least-traffic segmentation) and needs fewer searches.
+void try_periodic_cuts(SegmentPricer& pricer, partition::SegmentKeys& keys, const partition::Period& period,
+                       const Chain& forward, size_t longest, const Segmentation& plain, Segmentation& best) {
+  size_t n = forward.cost.size() - 1;
+  Chain backward = backward_chain(pricer, 0, n, longest);
+  size_t run_end = period.start + period.repeats * period.period;
+  for (size_t j = 1; 2 * j <= period.repeats; ++j) {
+    size_t unit = j * period.period;
+    if (j > 1 && unit > 4 * longest) break;
+    for (size_t phase = 0; phase < period.period; ++phase) {
+      size_t u0 = period.start + phase;
+      size_t units = (run_end - u0) / unit;
+      size_t tail = u0 + units * unit;
+      if (units < 2 || !forward.at(u0) || !backward.at(tail)) continue;
+      Chain inner = forward_chain(pricer, u0, u0 + unit, longest);
+      if (!inner.at(u0 + unit)) continue;
+      std::vector<size_t> unit_cuts = forward_cuts(inner, u0 + unit);
+      Segmentation s;
+      s.cuts = forward_cuts(forward, u0);
+      s.cost = forward.cost[u0];
+      bool ok = true;
+      for (size_t k = 0; k < units && ok; ++k) {
+        size_t shift = k * unit;
+        for (size_t c = 0; c < unit_cuts.size() && ok; ++c) {
+          size_t a = unit_cuts[c] + shift, b = (c + 1 < unit_cuts.size() ? unit_cuts[c + 1] : u0 + unit) + shift;
+          Cost piece;
+          ok = pricer.cost(a, b, piece);  // repeats can differ at the run's ends
+          s.cost += piece;
+          s.cuts.push_back(a);
+        }
+      }
+      if (!ok) continue;
+      for (size_t x = tail; x < n; x = backward.link[x]) s.cuts.push_back(x);
+      s.cuts.push_back(n);
+      s.cost += backward.cost[tail];
+      s.distinct = keys.distinct(s.cuts);
+      s.period = unit;
+      s.units = units;
+      s.ok = true;
+      if (within_traffic(s, plain.cost) && fewer_searches(s, best)) best = std::move(s);
+    }
+  }
+}
+
+// The least-traffic segmentation of one order, and the one within its
+// traffic slack that needs the fewest searches (the same where cuts that
+// repeat do not help).
+struct Candidates {
+  Segmentation least_traffic, fewest_searches;
+};
+
+Candidates segment(const Facts& f, std::vector<uint32_t> order, int max_ops) {
+  size_t n = order.size();
+  SegmentPricer pricer(f, order, max_ops);
+  partition::Period period = partition::find_period(partition::order_signatures(*f.p, order, f.is_op));
+  partition::SegmentKeys keys(*f.p, order, f.is_op, f.is_output);
+  // Segments may exceed the bound only where tuples force it: try the bound,
+  // then a growing slack.
+  for (size_t slack = 0;; slack = slack ? slack * 2 : 8) {
+    size_t longest = std::min(n, size_t(max_ops) + slack);
+    Chain forward = forward_chain(pricer, 0, n, longest);
+    if (!forward.at(n) && longest < n) continue;
+    Segmentation best;
+    if (!forward.at(n)) return {best, best};  // cannot happen: one segment of everything has no cut
+    best.cost = forward.cost[n];
+    best.cuts = forward_cuts(forward, n);
+    best.cuts.push_back(n);
+    best.distinct = keys.distinct(best.cuts);
+    best.ok = true;
+    Candidates out{best, best};
+    if (period.period > 0) try_periodic_cuts(pricer, keys, period, forward, longest, out.least_traffic, out.fewest_searches);
+    out.least_traffic.order = order;  // the pricer reads it until here
+    out.fewest_searches.order = std::move(order);
+    return out;
   }
 }
 
@@ -563,23 +708,18 @@ int count_ops(const Program& p) {
   return int(std::count(f.is_op.begin(), f.is_op.end(), true));
 }
 
-Partition partition_program(const Program& p, const PartitionOptions& options) {
-  if (options.max_ops < 1)
-    throw Error(p.file, {}, "partition: the operator bound must be at least 1, got " + std::to_string(options.max_ops));
-  if (p.types().size() != p.size()) throw Error(p.file, {}, "partition: the program must be type-checked first");
-  Facts f = facts_of(p);
+namespace {
+
+// The subgraphs of one segmentation.
+Partition build_partition(const Program& p, const Facts& f, const PartitionOptions& options, Segmentation chosen,
+                          const char* order) {
   Partition out;
   out.max_ops = options.max_ops;
   out.total_ops = int(std::count(f.is_op.begin(), f.is_op.end(), true));
   out.outputs.assign(p.outputs().size(), OutputSource{});
-
-  Segmentation chosen = segment(f, depth_first_order(f), options.max_ops);
-  out.order = "depth-first";
-  Segmentation by_node = segment(f, node_order(f), options.max_ops);
-  if (by_node.ok && (!chosen.ok || by_node.cost < chosen.cost)) {
-    chosen = std::move(by_node);
-    out.order = "node";
-  }
+  out.order = order;
+  out.period = int(chosen.period);
+  out.units = int(chosen.units);
 
   // Outputs that are inputs (or depend on none) have no operator: they go
   // with the last subgraph, or make one when the program has no operator.
@@ -635,6 +775,42 @@ Partition partition_program(const Program& p, const PartitionOptions& options) {
   }
   for (const BoundaryTensor& b : out.boundaries) out.boundary_bytes += b.bytes * int64_t(1 + b.consumers.size());
   return out;
+}
+
+size_t distinct_subgraphs(const Partition& part) {
+  std::vector<uint64_t> hashes;
+  for (const Subgraph& sg : part.subgraphs) hashes.push_back(sg.hash);
+  std::sort(hashes.begin(), hashes.end());
+  return size_t(std::unique(hashes.begin(), hashes.end()) - hashes.begin());
+}
+
+}  // namespace
+
+Partition partition_program(const Program& p, const PartitionOptions& options) {
+  if (options.max_ops < 1)
+    throw Error(p.file, {}, "partition: the operator bound must be at least 1, got " + std::to_string(options.max_ops));
+  if (p.types().size() != p.size()) throw Error(p.file, {}, "partition: the program must be type-checked first");
+  Facts f = facts_of(p);
+
+  // The least traffic of the two orders (depth-first on ties), unless cuts
+  // that repeat with a period give fewer distinct subgraphs (structural
+  // hashes of the built subgraphs) within its traffic slack.
+  Candidates by_depth = segment(f, depth_first_order(f), options.max_ops);
+  Candidates by_node = segment(f, node_order(f), options.max_ops);
+  bool node_first = by_node.least_traffic.ok &&
+                    (!by_depth.least_traffic.ok || by_node.least_traffic.cost < by_depth.least_traffic.cost);
+  Cost least = (node_first ? by_node : by_depth).least_traffic.cost;
+  Partition chosen = build_partition(p, f, options, std::move((node_first ? by_node : by_depth).least_traffic),
+                                     node_first ? "node" : "depth-first");
+  size_t distinct = distinct_subgraphs(chosen);
+  for (Candidates* c : {&by_depth, &by_node}) {
+    Segmentation& periodic = c->fewest_searches;
+    if (periodic.period == 0 || !within_traffic(periodic, least) || periodic.distinct >= distinct) continue;
+    Partition other = build_partition(p, f, options, std::move(periodic), c == &by_node ? "node" : "depth-first");
+    size_t other_distinct = distinct_subgraphs(other);
+    if (other_distinct < distinct) chosen = std::move(other), distinct = other_distinct;
+  }
+  return chosen;
 }
 
 }  // namespace eqf

@@ -60,7 +60,8 @@ void print_json(const Program& p, const Partition& part) {
   for (size_t i = 0; i < rank.size(); ++i) rank_of[rank[i]] = i + 1;
   std::cout << "{\"program\": " << json_quoted(p.name.str()) << ", \"max_ops\": " << part.max_ops
             << ", \"ops\": " << part.total_ops << ", \"order\": " << json_quoted(part.order)
-            << ", \"boundary_bytes\": " << part.boundary_bytes << ",\n \"subgraphs\": [";
+            << ", \"boundary_bytes\": " << part.boundary_bytes << ", \"period\": " << part.period
+            << ", \"units\": " << part.units << ",\n \"subgraphs\": [";
   for (size_t i = 0; i < part.subgraphs.size(); ++i) {
     const Subgraph& sg = part.subgraphs[i];
     std::cout << (i ? ",\n  " : "\n  ") << "{\"index\": " << i << ", \"name\": " << json_quoted(sg.program.name.str())
@@ -135,7 +136,9 @@ void print_text(const Program& p, const Partition& part) {
   }
   std::cout << "partition of " << p.name.str() << ": " << part.total_ops << " operators, at most " << part.max_ops
             << " per subgraph; " << part.subgraphs.size() << " subgraphs (" << distinct << " distinct), "
-            << bytes_text(part.boundary_bytes) << " of boundary traffic (order: " << part.order << ")\n";
+            << bytes_text(part.boundary_bytes) << " of boundary traffic (order: " << part.order;
+  if (part.period > 0) std::cout << "; cuts repeat every " << part.period << " operators, " << part.units << " times";
+  std::cout << ")\n";
   for (size_t i : ranking(part)) {
     const Subgraph& sg = part.subgraphs[i];
     std::cout << "  subgraph " << i << " [" << hex(sg.hash) << "]: " << sg.ops << " ops, " << number(sg.flops)

@@ -258,6 +258,43 @@ TEST(Partition, IdenticalLayersHashAlike) {
   EXPECT_NE(wider.subgraphs[0].hash, narrow.subgraphs[0].hash);
 }
 
+// Distinct structural hashes among a partition's subgraphs.
+size_t distinct_subgraphs(const Partition& part) {
+  std::set<uint64_t> hashes;
+  for (const Subgraph& sg : part.subgraphs) hashes.insert(sg.hash);
+  return hashes.size();
+}
+
+TEST(Partition, CutsRepeatWithTheLayers) {
+  // Eight layers of 10 operators. Where a layer does not fit the bound, the
+  // cheapest cuts alone fall at shifting offsets in the layers (at a bound
+  // of 9: 6 distinct subgraphs, each a search); cuts that repeat with the
+  // layers give one subgraph per piece of a layer, plus the first layer's
+  // (it reads the program's input, not an operator) and the last's.
+  Program p = parse_and_check(stack_text(8), "<stack8>");
+  ASSERT_EQ(count_ops(p), 80);
+  for (int max_ops : {4, 7, 9, 15, 25}) {
+    Partition part = check_partition(p, max_ops, 7, "eight layers");
+    size_t per_layer = size_t((10 + max_ops - 1) / max_ops);
+    EXPECT_LE(distinct_subgraphs(part), per_layer + 2) << "bound " << max_ops;
+    // Every piece of the middle layers is the same subgraph as the
+    // matching piece of the next layer.
+    if (part.period > 0) {
+      EXPECT_EQ(part.period % 10, 0) << "bound " << max_ops;
+      EXPECT_GE(part.units, 2);
+    }
+  }
+  // At a bound of 9 the cheapest cuts straddle layers; the repeated ones win.
+  Partition nine = partition_program(p, {.max_ops = 9});
+  EXPECT_EQ(nine.period, 10);
+  EXPECT_LE(distinct_subgraphs(nine), 4u);
+}
+
+TEST(Partition, NoRepeatNoPeriod) {
+  Program p = parse_and_check_file("examples/attention_decode/naive.eqf");
+  for (int max_ops : {1, 2, 3}) EXPECT_EQ(partition_program(p, {.max_ops = max_ops}).period, 0);
+}
+
 TEST(Partition, StructuralHashIgnoresNamesOnly) {
   const char* a = R"((program a (dims (m 4) (k 8)) (input x f32 [m k]) (input g f32 [k])
                       (let r (rsqrt (div (sum k (mul x x)) 8))) (output y [m k] (mul (mul x r) g))))";

@@ -12,7 +12,11 @@
 // operators: among all segmentations of that order into segments of at most
 // `max_ops` operators, the one with the fewest bytes crossing the cuts
 // (written by the producer and read by each consumer) wins, then the one
-// with fewer segments. Small tensors are cheap to cut (reduction and matmul
+// with fewer segments. Where the order repeats (the layers of a stack, an
+// unrolled loop: partition/period.h), cuts that repeat with it are priced
+// too, from every phase, and win when they give fewer distinct subgraphs:
+// each distinct subgraph is one search, and cuts that straddle layers at
+// shifting offsets give a distinct piece per layer. Small tensors are cheap to cut (reduction and matmul
 // outputs, the residual stream between layers); the [.., t]-sized values
 // inside a softmax chain are dear, so the chain stays whole when the bound
 // allows it. Two linear orders are tried (the program's node order and a
@@ -112,6 +116,10 @@ struct Partition {
   int total_ops = 0;
   int64_t boundary_bytes = 0;   // Σ over boundaries of bytes · (1 write + one read per consumer)
   std::string order;            // the linear order that won: "node" or "depth-first"
+  // Operators of the block the cuts repeat with (0: they do not repeat), and
+  // how many times it repeats.
+  int period = 0;
+  int units = 0;
 };
 
 // Splits a type-checked, high-level program (no parallel, storage or tile

@@ -88,6 +88,9 @@ class Plan:
     boundaries: list[BoundaryInfo]
     # Per original output: (subgraph, output index); subgraph -1 means an input passed through.
     outputs: list[tuple[int, int]]
+    # Operators of the block the cuts repeat with (0: none), and how many times.
+    period: int = 0
+    units: int = 0
 
     def distinct(self) -> int:
         return len({s.hash for s in self.subgraphs})
@@ -95,6 +98,7 @@ class Plan:
     def to_json(self) -> dict:
         return {
             "max_ops": self.max_ops, "ops": self.ops, "order": self.order, "boundary_bytes": self.boundary_bytes,
+            "period": self.period, "units": self.units,
             "subgraphs": [{"index": s.index, "hash": s.hash, "ops": s.ops, "op_names": s.op_names,
                            "flops": s.flops, "bytes": s.bytes} for s in self.subgraphs],
             "boundaries": [{"name": b.name, "dtype": b.dtype, "shape": list(b.shape), "bytes": b.bytes,
@@ -117,7 +121,8 @@ def parse_plan(raw: dict) -> Plan:
                                [int(c) for c in b["consumers"]]) for b in raw["boundaries"]]
     outputs = [(int(o["subgraph"]), int(o["index"])) for o in raw["outputs"]]
     return Plan(str(raw["program"]), int(raw["max_ops"]), int(raw["ops"]), str(raw["order"]),
-                int(raw["boundary_bytes"]), subgraphs, boundaries, outputs)
+                int(raw["boundary_bytes"]), subgraphs, boundaries, outputs,
+                int(raw.get("period", 0)), int(raw.get("units", 0)))
 
 
 def has_partitioning() -> bool:
