@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
                 "rows": [dict(BN=r["bn"], BK=r["bk"], programs=r["programs"], us=r["us"]) for r in data["rows"]
                          if r["form"] == "ptr-sum" and r["splits"] == 1 and "us" in r]}
     K, N = data["K"], data["N"]
-    best: dict[tuple[int, int], dict] = {}  # the faster num_warps of each tiling
+    best: dict[tuple[int, int], dict] = {}  # the fastest launch (warps, stages) of each tiling
     for r in data["rows"]:
         if "form" in r:  # narrow_tiles' split-k and cuBLAS rows: printed below, not modelled
             continue
