@@ -69,6 +69,23 @@ def gemv_split_merge(part_ptr, out_ptr, N: tl.constexpr, S: tl.constexpr, BN: tl
     tl.store(out_ptr + cols, tl.sum(parts, axis=0).to(tl.float16))
 
 
+def measure(fn, out, want, K, N, label: str, **row) -> dict | None:
+    """Runs fn once (checked against want), then times it: the row with
+    us, GB/s and the error added, printed; None (reported) when the
+    configuration does not compile or launch."""
+    try:
+        fn()
+        torch.cuda.synchronize()
+        err = float((out.float() - want).norm() / want.norm())
+        ms = triton.testing.do_bench(fn, warmup=25, rep=100)
+    except Exception as e:  # noqa: BLE001 -- a config that does not compile is reported
+        print(f"{label}: failed: {str(e).splitlines()[0]}", file=sys.stderr)
+        return None
+    gbps = K * N * 2 / (ms * 1e-3) / 1e9
+    print(f"{label} {ms * 1e3:8.1f} us {gbps:7.0f} GB/s  err {err:.1e}", flush=True)
+    return dict(row, us=ms * 1e3, GBps=gbps, rel_err=err)
+
+
 def split_rows(x, w, out, want, K, N):
     """Split-k: S programs per column block write fp32 partial sums, a
     second kernel adds them (the form a preduce over a grid axis lowers to,
@@ -86,20 +103,13 @@ def split_rows(x, w, out, want, K, N):
                         gemv_split_partials[(N // BN, S)](x, w, part, K, N, BK=BK, BN=BN, KS=KS,
                                                           num_warps=warps, num_stages=stages)
                         gemv_split_merge[(N // 256,)](part, out, N, S=S, BN=256, num_warps=4)
-                    try:
-                        fn()
-                        torch.cuda.synchronize()
-                        err = float((out.float() - want).norm() / want.norm())
-                        ms = triton.testing.do_bench(fn, warmup=25, rep=100)
-                    except Exception as e:  # noqa: BLE001 -- a config that does not compile is reported
-                        print(f"split BN={BN} S={S} BK={BK}: failed: {str(e).splitlines()[0]}", file=sys.stderr)
-                        continue
-                    gbps = K * N * 2 / (ms * 1e-3) / 1e9
-                    rows.append(dict(form="split", BN=BN, BK=BK, S=S, num_warps=warps, num_stages=stages,
-                                     programs=N // BN * S,
-                                     row_bytes=BN * 2, us=ms * 1e3, GBps=gbps, rel_err=err))
-                    print(f"split BN={BN:4d} S={S:3d} BK={BK:4d} warps={warps} stages={stages} programs={N // BN * S:5d} "
-                          f"{ms * 1e3:8.1f} us {gbps:7.0f} GB/s  err {err:.1e}", flush=True)
+                    row = measure(fn, out, want, K, N,
+                                  f"split BN={BN:4d} S={S:3d} BK={BK:4d} warps={warps} stages={stages} "
+                                  f"programs={N // BN * S:5d}",
+                                  form="split", BN=BN, BK=BK, S=S, num_warps=warps, num_stages=stages,
+                                  programs=N // BN * S, row_bytes=BN * 2)
+                    if row:
+                        rows.append(row)
     return rows
 
 
@@ -125,21 +135,12 @@ def main(argv=None) -> int:
             # BK 256, BN 32, 5 stages 17.9 us against 22.0 at 3), so a loop is also tried at 5.
             for warps, stages in ((4, 3), (8, 3)) + (((4, 5),) if BK < K else ()):
                 fn = lambda: gemv_sum[(N // BN,)](x, w, out, K, N, BK=BK, BN=BN, num_warps=warps, num_stages=stages)
-                try:
-                    fn()
-                    torch.cuda.synchronize()
-                    err = float((out.float() - want).norm() / want.norm())
-                    ms = triton.testing.do_bench(fn, warmup=25, rep=100)
-                except Exception as e:  # noqa: BLE001 -- a config that does not compile is reported
-                    print(f"BN={BN} BK={BK} warps={warps} stages={stages}: failed: {str(e).splitlines()[0]}", file=sys.stderr)
-                    continue
-                gbps = K * N * 2 / (ms * 1e-3) / 1e9
-                row = dict(BN=BN, BK=BK, num_warps=warps, num_stages=stages, programs=N // BN, row_bytes=BN * 2,
-                           us=ms * 1e3,
-                           GBps=gbps, rel_err=err)
-                rows.append(row)
-                print(f"BN={BN:4d} ({BN * 2:4d} B a row) BK={BK:5d} warps={warps} stages={stages} programs={N // BN:5d} "
-                      f"{ms * 1e3:8.1f} us {gbps:7.0f} GB/s  err {err:.1e}", flush=True)
+                row = measure(fn, out, want, K, N,
+                              f"BN={BN:4d} ({BN * 2:4d} B a row) BK={BK:5d} warps={warps} stages={stages} "
+                              f"programs={N // BN:5d}",
+                              BN=BN, BK=BK, num_warps=warps, num_stages=stages, programs=N // BN, row_bytes=BN * 2)
+                if row:
+                    rows.append(row)
     ms = triton.testing.do_bench(lambda: torch.matmul(x, w, out=out), warmup=25, rep=100)
     rows.append(dict(form="torch.matmul", us=ms * 1e3, GBps=K * N * 2 / (ms * 1e-3) / 1e9))
     print(f"torch.matmul (cuBLAS) {ms * 1e3:8.1f} us {K * N * 2 / (ms * 1e-3) / 1e9:7.0f} GB/s", flush=True)
