@@ -74,6 +74,24 @@ def test_partition_plan_of_a_stack():
     assert plan.outputs == [(2, 0)]
 
 
+def stack8(x, *w):
+    for i in range(0, len(w), 2):
+        x = layer(x, w[i], w[i + 1])
+    return x
+
+
+def test_cuts_of_a_stack_repeat_with_its_layers():
+    # At 7 operators a bound a layer of 10 needs a cut inside it; the cuts
+    # repeat with the layers, so 8 layers give the distinct pieces of one
+    # (plus the first layer's, which read the input) and the plan says so.
+    fe = to_ir(stack8, *stack_args(layers=8))
+    plan = P.partition_program(fe.text, 7)
+    assert plan.ops == 80
+    assert plan.period == 10 and plan.units >= 6
+    assert plan.distinct() <= 4
+    assert plan.to_json()["period"] == 10
+
+
 def test_stack_of_identical_layers_is_searched_once(counted_search):
     args = stack_args()
     with warnings.catch_warnings():
