@@ -2,7 +2,10 @@
 // open addressing with linear probing in one power-of-two array.
 //   KeySet      the ≈-keys seen in a pass (early compression), 128 bits each;
 //   StampedSet  64-bit values, emptied in O(1) by a new stamp: the scratch
-//               set of CostGuide::remaining, emptied once per partial program.
+//               set of CostGuide::remaining, emptied once per partial program
+//               (and, never emptied, the pairs fuse-independent has fused);
+//   IndexMap    64-bit keys to 32-bit indices, never erased: fuse-independent's
+//               regions by (axis, body class).
 #pragma once
 
 #include <cstddef>
@@ -117,6 +120,51 @@ class StampedSet {
   }
   std::vector<Slot> slots_;
   uint32_t stamp_ = 1;
+  size_t size_ = 0;
+};
+
+class IndexMap {
+ public:
+  static constexpr uint32_t kAbsent = 0xffffffffu;
+  uint32_t find(uint64_t k) const {
+    if (slots_.empty()) return kAbsent;
+    for (size_t i = slot_of(k);; i = (i + 1) & (slots_.size() - 1)) {
+      const Slot& s = slots_[i];
+      if (s.value == kAbsent || s.key == k) return s.value;
+    }
+  }
+  // k must be absent; v must not be kAbsent.
+  void insert(uint64_t k, uint32_t v) {
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    place(Slot{k, v});
+    ++size_;
+  }
+  size_t size() const { return size_; }
+
+ private:
+  struct Slot {
+    uint64_t key = 0;
+    uint32_t value = kAbsent;
+  };
+  size_t slot_of(uint64_t k) const {
+    k *= 0x9E3779B97F4A7C15ull;
+    return size_t(k >> 32) & (slots_.size() - 1);
+  }
+  void place(const Slot& s) {
+    for (size_t i = slot_of(s.key);; i = (i + 1) & (slots_.size() - 1))
+      if (slots_[i].value == kAbsent) {
+        slots_[i] = s;
+        return;
+      }
+  }
+  void grow() {
+    std::vector<Slot> old;
+    old.swap(slots_);
+    slots_.assign(old.empty() ? 64 : 2 * old.size(), Slot{});
+    for (const Slot& s : old)
+      if (s.value != kAbsent) place(s);
+  }
+  std::vector<Slot> slots_;
   size_t size_ = 0;
 };
 

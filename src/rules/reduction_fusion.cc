@@ -18,10 +18,9 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "eqiforge/ir/diagnostic.h"
+#include "extract/flat_set.h"
 #include "rules/rule_table.h"
 
 namespace eqf::rules {
@@ -120,6 +119,7 @@ void repair_rules(Table& t) {
 struct Region {
   std::vector<EClassId> classes;  // sorted
   std::vector<EClassId> reads;    // sorted: the finished values the body cannot do without
+  bool settled = false;           // reads computed (else unsettled: it reads nothing known)
 };
 
 struct FusionIndex {
@@ -127,9 +127,12 @@ struct FusionIndex {
   uint32_t clock = 0;
   // Pairs already fused (root class, body class, partner e-node): a pair
   // fuses to the same nodes every time.
-  std::unordered_set<uint64_t> done;
+  extract::StampedSet done;
   std::map<std::pair<uint32_t, std::vector<uint32_t>>, std::vector<ENodeId>> groups;
-  std::unordered_map<uint64_t, Region> regions;  // (axis << 32 | body class); references stay valid
+  // Regions by (axis << 32 | body class): indices into a deque, whose
+  // references stay valid as it grows.
+  extract::IndexMap region_index;
+  std::deque<Region> regions;
   std::vector<int> slot;                         // region_of's scratch: class id -> its index, or -1
 };
 
@@ -150,11 +153,13 @@ std::optional<std::vector<uint32_t>> scope_of(const Type& body, Axis p) {
 FusionIndex& index_for(FusionIndex& index, const EGraph& g) {
   if (index.g != &g || index.clock != g.clock()) {
     const bool same = index.g == &g && index.clock < g.clock();
-    std::unordered_set<uint64_t> done;
-    std::unordered_map<uint64_t, Region> regions;
-    if (same) done = std::move(index.done), regions = std::move(index.regions);
+    extract::StampedSet done;
+    extract::IndexMap region_index;
+    std::deque<Region> regions;
+    if (same) done = std::move(index.done), region_index = std::move(index.region_index), regions = std::move(index.regions);
     index = FusionIndex{};
     index.done = std::move(done);
+    index.region_index = std::move(region_index);
     index.regions = std::move(regions);
     index.g = &g;
     index.clock = g.clock();
@@ -176,8 +181,41 @@ FusionIndex& index_for(FusionIndex& index, const EGraph& g) {
 const Region& region_of(FusionIndex& index, const EGraph& g, Axis p, EClassId body) {
   body = g.find(body);
   const uint64_t key = uint64_t(p.pack()) << 32 | body.v;
-  auto it = index.regions.find(key);
-  if (it != index.regions.end()) return it->second;
+  if (uint32_t at = index.region_index.find(key); at != extract::IndexMap::kAbsent) return index.regions[at];
+  auto keep = [&](Region&& r) -> const Region& {
+    index.region_index.insert(key, uint32_t(index.regions.size()));
+    return index.regions.emplace_back(std::move(r));
+  };
+  // A class whose one e-node is a tuple (what fusing makes: most bodies
+  // met after the first fusions) reads what its components read, and its
+  // region is theirs: the union of their regions, each cached, instead of
+  // a fixpoint over all of it again. The same sets as the fixpoint, but
+  // for the bounds (each component's region has its own kMaxRegion and
+  // budget).
+  if (auto nodes = g.nodes(body); nodes.size() == 1 && g.op(nodes[0]) == Op::Tuple) {
+    Region r;
+    r.classes.push_back(body);
+    r.settled = true;
+    for (EClassId k : g.children(nodes[0])) {
+      k = g.find(k);
+      bool has_p = false;  // a component without p in scope is outside the region
+      for (const TensorType& t : g.type(k).get().parts) has_p |= t.state(p) != nullptr;
+      if (!has_p || k == body) continue;
+      const Region& part = region_of(index, g, p, k);  // references into the deque stay valid
+      r.classes.insert(r.classes.end(), part.classes.begin(), part.classes.end());
+      r.reads.insert(r.reads.end(), part.reads.begin(), part.reads.end());
+      r.settled &= part.settled;
+    }
+    std::sort(r.classes.begin(), r.classes.end());
+    r.classes.erase(std::unique(r.classes.begin(), r.classes.end()), r.classes.end());
+    if (r.settled) {
+      std::sort(r.reads.begin(), r.reads.end());
+      r.reads.erase(std::unique(r.reads.begin(), r.reads.end()), r.reads.end());
+    } else {
+      r.reads.clear();
+    }
+    return keep(std::move(r));
+  }
   Region r;
   std::vector<EClassId> stack = {body};
   // Class id -> its index in r.classes (0 while on the stack); -1 outside.
@@ -295,9 +333,9 @@ const Region& region_of(FusionIndex& index, const EGraph& g, Axis p, EClassId bo
         work.push_back(u);
       }
   }
-  if (!top[0]) r.reads = reads[0];
+  if (!top[0]) r.reads = reads[0], r.settled = true;
   std::sort(r.classes.begin(), r.classes.end());
-  return index.regions.emplace(key, std::move(r)).first->second;
+  return keep(std::move(r));
 }
 
 // Where a value comes from in the program: the earliest e-node of the
@@ -426,7 +464,7 @@ void fuse_independent(RuleCtx& c, FusionIndex& state) {
     const EClassId x2 = g.find(g.children(n)[0]);
     // The key packs 21 bits per id; a collision only skips a fusion.
     const uint64_t key = (uint64_t(root.v) << 42) ^ (uint64_t(x1.v) << 21) ^ uint64_t(n.v);
-    if (!c.structural() && index.done.count(key)) continue;
+    if (!c.structural() && index.done.contains(key)) continue;
     if (!components_of(g, x2, comps2)) continue;
     if (!region1) {
       region1 = &region_of(index, g, p, x1);
