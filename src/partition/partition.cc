@@ -282,7 +282,7 @@ struct Segmentation {
   std::vector<uint32_t> order;   // operators in linear order
   std::vector<size_t> cuts;      // segment starts, with order.size() at the end
   Cost cost;
-  size_t distinct = 0;           // segments up to copies (window_key)
+  size_t distinct = 0;           // segments up to copies (SegmentKeys: an estimate of the distinct subgraphs)
   size_t period = 0, units = 0;  // the repeated block of the cuts (0: none)
   bool ok = false;
 };
@@ -485,8 +485,8 @@ struct Candidates {
 Candidates segment(const Facts& f, std::vector<uint32_t> order, int max_ops) {
   size_t n = order.size();
   SegmentPricer pricer(f, order, max_ops);
-  partition::Period period = partition::find_period(partition::order_signatures(*f.p, order, f.is_op));
   partition::SegmentKeys keys(*f.p, order, f.is_op, f.is_output);
+  partition::Period period = partition::find_period(keys.signatures());
   // Segments may exceed the bound only where tuples force it: try the bound,
   // then a growing slack.
   for (size_t slack = 0;; slack = slack ? slack * 2 : 8) {

@@ -57,25 +57,6 @@ uint64_t node_signature(const Program& p, NodeId id) {
 
 }  // namespace
 
-std::vector<uint64_t> order_signatures(const Program& p, const std::vector<uint32_t>& order,
-                                       const std::vector<bool>& is_op) {
-  std::vector<uint32_t> pos(p.size(), kNone);
-  for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = uint32_t(i);
-  std::vector<uint64_t> sig(order.size());
-  for (size_t i = 0; i < order.size(); ++i) {
-    NodeId id{order[i]};
-    uint64_t h = node_signature(p, id);
-    for (NodeId c : p.children(id)) {
-      if (is_op[c.v] && pos[c.v] != kNone)
-        h = mix(h, 0x5bd1e995ull + (uint64_t(i) - uint64_t(pos[c.v])));  // distance back (wraps when forward)
-      else
-        h = mix(h, node_signature(p, c));
-    }
-    sig[i] = h;
-  }
-  return sig;
-}
-
 Period find_period(const std::vector<uint64_t>& sig) {
   size_t n = sig.size();
   Period best;
@@ -148,6 +129,19 @@ uint64_t SegmentKeys::key(size_t a, size_t b) {
     }
   }
   return h;
+}
+
+std::vector<uint64_t> SegmentKeys::signatures() const {
+  std::vector<uint64_t> sig(node_.size());
+  for (size_t i = 0; i < node_.size(); ++i) {
+    uint64_t h = node_[i];
+    for (uint32_t k = first_operand_[i]; k < first_operand_[i + 1]; ++k) {
+      const Operand& o = operands_[k];
+      h = o.pos != kNone ? mix(h, 0x5bd1e995ull + (i - o.pos)) : mix(h, o.sig);  // distance back, or the leaf
+    }
+    sig[i] = h;
+  }
+  return sig;
 }
 
 size_t SegmentKeys::distinct(const std::vector<size_t>& cuts) {

@@ -16,15 +16,6 @@
 
 namespace eqf::partition {
 
-// One hash per position of `order` (operator node ids): the operator, its
-// attributes with dims replaced by their extents and input names dropped,
-// its type's dtype and extents, and per operand either its distance back in
-// the order (an operator) or the same description of the leaf. Positions
-// with equal signatures at a fixed distance apart compute the same thing
-// from correspondingly placed operands.
-std::vector<uint64_t> order_signatures(const Program& p, const std::vector<uint32_t>& order,
-                                       const std::vector<bool>& is_op);
-
 // A run of `repeats` >= 2 copies of a block of `period` signatures starting
 // at `start`.
 struct Period {
@@ -50,6 +41,13 @@ class SegmentKeys {
   SegmentKeys(const Program& p, const std::vector<uint32_t>& order, const std::vector<bool>& is_op,
               const std::vector<bool>& is_output);
   uint64_t key(size_t a, size_t b);
+  // One hash per position, for find_period: the node (operator, attributes
+  // with dims as extents and input names dropped, type's dtype and
+  // extents) and per operand its distance back in the order (an operator)
+  // or its description (a leaf). Positions with equal signatures a fixed
+  // distance apart compute the same thing from correspondingly placed
+  // operands.
+  std::vector<uint64_t> signatures() const;
   // Distinct keys among consecutive segments; `cuts` holds the segment
   // starts and the order's size at the end.
   size_t distinct(const std::vector<size_t>& cuts);
