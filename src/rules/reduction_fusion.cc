@@ -122,17 +122,22 @@ struct Region {
   bool settled = false;           // reads computed (else unsettled: it reads nothing known)
 };
 
-struct FusionIndex {
-  const EGraph* g = nullptr;
-  uint32_t clock = 0;
+// What fusion keeps across the iterations of one e-graph.
+struct FusionMemo {
   // Pairs already fused (root class, body class, partner e-node): a pair
   // fuses to the same nodes every time.
   extract::StampedSet done;
-  std::map<std::pair<uint32_t, std::vector<uint32_t>>, std::vector<ENodeId>> groups;
   // Regions by (axis << 32 | body class): indices into a deque, whose
   // references stay valid as it grows.
   extract::IndexMap region_index;
   std::deque<Region> regions;
+};
+
+struct FusionIndex {
+  const EGraph* g = nullptr;
+  uint32_t clock = 0;
+  FusionMemo memo;
+  std::map<std::pair<uint32_t, std::vector<uint32_t>>, std::vector<ENodeId>> groups;
   std::vector<int> slot;                         // region_of's scratch: class id -> its index, or -1
 };
 
@@ -153,14 +158,9 @@ std::optional<std::vector<uint32_t>> scope_of(const Type& body, Axis p) {
 FusionIndex& index_for(FusionIndex& index, const EGraph& g) {
   if (index.g != &g || index.clock != g.clock()) {
     const bool same = index.g == &g && index.clock < g.clock();
-    extract::StampedSet done;
-    extract::IndexMap region_index;
-    std::deque<Region> regions;
-    if (same) done = std::move(index.done), region_index = std::move(index.region_index), regions = std::move(index.regions);
+    FusionMemo memo = same ? std::move(index.memo) : FusionMemo{};
     index = FusionIndex{};
-    index.done = std::move(done);
-    index.region_index = std::move(region_index);
-    index.regions = std::move(regions);
+    index.memo = std::move(memo);
     index.g = &g;
     index.clock = g.clock();
     for (uint32_t i = 0; i < g.node_capacity(); ++i) {
@@ -181,10 +181,11 @@ FusionIndex& index_for(FusionIndex& index, const EGraph& g) {
 const Region& region_of(FusionIndex& index, const EGraph& g, Axis p, EClassId body) {
   body = g.find(body);
   const uint64_t key = uint64_t(p.pack()) << 32 | body.v;
-  if (uint32_t at = index.region_index.find(key); at != extract::IndexMap::kAbsent) return index.regions[at];
+  FusionMemo& memo = index.memo;
+  if (uint32_t at = memo.region_index.find(key); at != extract::IndexMap::kAbsent) return memo.regions[at];
   auto keep = [&](Region&& r) -> const Region& {
-    index.region_index.insert(key, uint32_t(index.regions.size()));
-    return index.regions.emplace_back(std::move(r));
+    memo.region_index.insert(key, uint32_t(memo.regions.size()));
+    return memo.regions.emplace_back(std::move(r));
   };
   // A class whose one e-node is a tuple (what fusing makes: most bodies
   // met after the first fusions) reads what its components read, and its
@@ -464,7 +465,7 @@ void fuse_independent(RuleCtx& c, FusionIndex& state) {
     const EClassId x2 = g.find(g.children(n)[0]);
     // The key packs 21 bits per id; a collision only skips a fusion.
     const uint64_t key = (uint64_t(root.v) << 42) ^ (uint64_t(x1.v) << 21) ^ uint64_t(n.v);
-    if (!c.structural() && index.done.contains(key)) continue;
+    if (!c.structural() && index.memo.done.contains(key)) continue;
     if (!components_of(g, x2, comps2)) continue;
     if (!region1) {
       region1 = &region_of(index, g, p, x1);
@@ -512,7 +513,7 @@ void fuse_independent(RuleCtx& c, FusionIndex& state) {
         if (r != UINT32_MAX) in_order &= r < ranks2[j] || (r == ranks2[j] && root < other);
     }
     if (!in_order) continue;
-    if (!c.structural()) index.done.insert(key);
+    if (!c.structural()) index.memo.done.insert(key);
     if (fused.validate()) continue;
 
     std::vector<Ref> kids;
