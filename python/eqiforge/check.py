@@ -74,6 +74,7 @@ class Trial:
     blocks: dict  # axis name -> block size, unit axes included
     errors: dict = field(default_factory=dict)  # output name -> relative L2 error
     tolerances: dict = field(default_factory=dict)  # output name -> its tolerance
+    forms: dict = field(default_factory=dict)  # the module's LAUNCH_FORMS switched on (name -> True)
 
     @property
     def max_error(self) -> float:
@@ -445,14 +446,17 @@ def check_program(
             want = _core.evaluate(reference, seed=trial_seed, blocks=ref_blocks, inputs=inputs)
         kwargs = {param: sizes[axis] for axis, param in module.BLOCK_PARAMS.items()}
         args = [torch.tensor(inputs[name]).to(torch_dtypes[dtypes[name]]) for name in module.INPUTS]
-        with np.errstate(all="ignore"):  # padded positions may compute inf/nan; stores mask them
-            got = module.forward(*args, **kwargs)
-        trial = Trial(trial_seed, sizes)
-        for name, value in zip(module.OUTPUTS, got):
-            expected = round_to(want[name], out_dtypes.get(name, "f64"))
-            trial.errors[name] = relative_error(value.to(torch.float64).numpy(), expected)
-            trial.tolerances[name] = tolerances.get(name, TOLERANCE_FP32)
-        results.append(trial)
+        # Every form of the kernels on the same inputs: the default, then each
+        # of the module's LAUNCH_FORMS switched on.
+        for forms in [{}] + [{name: True} for name in getattr(module, "LAUNCH_FORMS", ())]:
+            with np.errstate(all="ignore"):  # padded positions may compute inf/nan; stores mask them
+                got = module.forward(*args, **kwargs, **forms)
+            trial = Trial(trial_seed, sizes, forms=forms)
+            for name, value in zip(module.OUTPUTS, got):
+                expected = round_to(want[name], out_dtypes.get(name, "f64"))
+                trial.errors[name] = relative_error(value.to(torch.float64).numpy(), expected)
+                trial.tolerances[name] = tolerances.get(name, TOLERANCE_FP32)
+            results.append(trial)
     return results
 
 
@@ -559,7 +563,7 @@ def _print_trials(trials: list[Trial], indent: str) -> tuple[float, bool]:
     """Prints each trial; returns the largest error and whether all passed."""
     worst, ok = 0.0, True
     for t in trials:
-        blocks = " ".join(f"{a}={b}" for a, b in t.blocks.items()) or "-"
+        blocks = " ".join([f"{a}={b}" for a, b in t.blocks.items()] + list(t.forms)) or "-"
         errors = "  ".join(f"{name} {err:.3g}" + ("" if err <= t.tolerances.get(name, TOLERANCE_FP32) else " (FAIL)")
                            for name, err in t.errors.items())
         print(f"{indent}seed {t.seed}  blocks {blocks}:  {errors}")

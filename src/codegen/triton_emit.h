@@ -90,6 +90,10 @@ class ModuleNames {
   mutable NameTable table_;
 };
 
+// The least size of a tile: a tl.dot operand's dims are at least 16; a
+// GEMV's are only when the GEMV_DOT constexpr makes it a tl.dot.
+enum class TilePad : uint8_t { None, GemvDot, Dot };
+
 // A kernel's signature, as found while emitting its body.
 struct KernelSignature {
   std::vector<int> buffers;                 // pointer arguments, first use first
@@ -97,8 +101,9 @@ struct KernelSignature {
   std::set<Symbol> extents;
   std::set<Axis> blocks;
   std::set<Axis> evens;                            // axes whose EVEN_ constexpr a mask reads
-  std::map<std::pair<uint32_t, int>, bool> tiles;  // (dim, depth) -> at least 16 (a tl.dot operand)
+  std::map<std::pair<uint32_t, int>, TilePad> tiles;  // (dim, depth) -> its least size
   bool input_precision = false;
+  bool gemv_dot = false;  // a GEMV_DOT constexpr picks a contraction's form (contract in triton_ops.cc)
 };
 
 class KernelEmitter {
@@ -148,7 +153,9 @@ class KernelEmitter {
   // Tiles and constexprs.
   std::string tile(const DimView& v);  // the TILE_ constexpr of a view
   void dot_dim(const DimView& v);      // pads the view's tile to at least 16
+  void gemv_dot_dim(const DimView& v); // the same, only where GEMV_DOT holds
   std::string input_precision();       // the INPUT_PRECISION constexpr
+  std::string gemv_dot();              // the GEMV_DOT constexpr
 
   void stmt(const std::string& line);  // a statement in the current scope
   // A name for values the current node's emitter binds (its let name, or one
@@ -266,6 +273,7 @@ OpEmitter op_emitter(Op op);
 
 
 std::string dtype_triton(DType t);  // "tl.float32", ...
+std::string atom(const Expr& e);     // e's text, parenthesized unless an atom
 // `e`, of dtype `from`, converted to `to` (".to(...)"). Conversions between
 // bf16 and any dtype other than f32 go through f32: Triton's CPU interpreter
 // converts only bf16 <-> f32 correctly (it holds bf16 as uint16 and converts

@@ -162,11 +162,21 @@ std::string KernelEmitter::extent(Symbol d) {
 }
 
 std::string KernelEmitter::tile(const DimView& v) {
-  sig_.tiles.emplace(std::make_pair(v.dim.raw(), v.depth), false);
+  sig_.tiles.emplace(std::make_pair(v.dim.raw(), v.depth), TilePad::None);
   return names_.tile(v);
 }
 
-void KernelEmitter::dot_dim(const DimView& v) { sig_.tiles[std::make_pair(v.dim.raw(), v.depth)] = true; }
+void KernelEmitter::dot_dim(const DimView& v) { sig_.tiles[std::make_pair(v.dim.raw(), v.depth)] = TilePad::Dot; }
+
+void KernelEmitter::gemv_dot_dim(const DimView& v) {
+  TilePad& pad = sig_.tiles[std::make_pair(v.dim.raw(), v.depth)];
+  pad = std::max(pad, TilePad::GemvDot);
+}
+
+std::string KernelEmitter::gemv_dot() {
+  sig_.gemv_dot = true;
+  return "GEMV_DOT";
+}
 
 std::string KernelEmitter::input_precision() {
   sig_.input_precision = true;
@@ -825,6 +835,7 @@ void KernelEmitter::write(CodeWriter& w) {
   std::sort(tiles.begin(), tiles.end());
   for (const auto& [order, name] : tiles) cx.push_back(name + ": tl.constexpr");
   if (sig_.input_precision) cx.push_back("INPUT_PRECISION: tl.constexpr");
+  if (sig_.gemv_dot) cx.push_back("GEMV_DOT: tl.constexpr");
   for (const std::string& l : wrap(cx)) lines.push_back(l);
 
   w.line("@triton.jit");

@@ -15,6 +15,7 @@ using codegen::KernelSignature;
 using codegen::ModuleNames;
 using codegen::NameTable;
 using codegen::py_ident;
+using codegen::TilePad;
 
 std::string join(const std::vector<std::string>& parts, const std::string& sep) {
   std::string out;
@@ -54,7 +55,7 @@ class ModuleWriter {
   void name_things() {
     // Module-level names first: constants, helpers, kernels.
     for (const char* n : {"forward", "PROGRAM", "INPUTS", "OUTPUTS", "BLOCK_PARAMS", "UNIT_AXES",
-                          "_default_block", "_check_input"})
+                          "_default_block", "_check_input", "LAUNCH_FORMS"})
       module_.claim(n);
     for (const DimInfo& d : p_.dims.all()) {
       if (d.collected_from) continue;
@@ -69,7 +70,7 @@ class ModuleWriter {
     // Host locals: buffers (inputs are forward's parameters), block sizes,
     // coordinate counts.
     host_ = module_;
-    for (const char* n : {"num_warps", "num_stages", "input_precision"}) host_.claim(n);
+    for (const char* n : {"num_warps", "num_stages", "input_precision", "gemv_dot"}) host_.claim(n);
     for (Axis a : lp_.axes) {
       host_.claim(names_.block_param(a));
       host_.claim(names_.count(a));
@@ -168,6 +169,10 @@ class ModuleWriter {
   }
 
   void host(const std::vector<KernelSignature>& sigs) {
+    const bool gemv = std::any_of(sigs.begin(), sigs.end(), [](const KernelSignature& s) { return s.gemv_dot; });
+    w_.comment("forward's keyword arguments that choose between two forms of a kernel (booleans).");
+    w_.line(std::string("LAUNCH_FORMS = ") + (gemv ? "(\"gemv_dot\",)" : "()"));
+    w_.blank(2);
     std::vector<std::string> params;
     for (size_t i = 0; i < p_.inputs().size(); ++i) params.push_back(names_.buffer[i]);
     params.push_back("*");
@@ -176,6 +181,7 @@ class ModuleWriter {
     params.push_back("num_warps=4");
     params.push_back("num_stages=2");
     params.push_back("input_precision=\"ieee\"");
+    if (gemv) params.push_back("gemv_dot=False");
     std::string sig = "def forward(" + join(params, ", ") + "):";
     if (sig.size() <= 110) {
       w_.line(sig);
@@ -205,6 +211,10 @@ class ModuleWriter {
     w_.line("block_<axis>: block size of each parallel axis (default: min(next power of two of what");
     w_.line("it splits, 64)). num_warps, num_stages: launch options of every kernel. input_precision:");
     w_.line("of fp32 tl.dot (\"ieee\": exact fp32; \"tf32\": tensor cores).");
+    if (gemv) {
+      w_.line("gemv_dot: each product of a vector and a matrix as a tl.dot of the vector padded to 16");
+      w_.line("rows (True), or as a multiply and sum (False).");
+    }
     w_.line("\"\"\"");
 
     for (size_t i = 0; i < p_.inputs().size(); ++i) {
@@ -256,6 +266,14 @@ class ModuleWriter {
     w_.line(")");
   }
 
+  // A tile's size on the host: the next power of two of its block, at least
+  // 16 where a tl.dot takes it.
+  static std::string padded(TilePad pad, const std::string& pow2) {
+    if (pad == TilePad::Dot) return "max(16, " + pow2 + ")";
+    if (pad == TilePad::GemvDot) return "(max(16, " + pow2 + ") if gemv_dot else " + pow2 + ")";
+    return pow2;
+  }
+
   void launch_args(const KernelSignature& sig) {
     auto args = w_.indent();
     std::vector<std::string> ptrs;
@@ -279,14 +297,12 @@ class ModuleWriter {
     for (Axis a : lp_.axes)
       if (sig.blocks.count(a)) kw.push_back(names_.block(a) + "=" + names_.block_param(a));
     std::vector<std::pair<std::pair<int, int>, std::string>> tiles;
-    for (const auto& [key, dot] : sig.tiles) {
+    for (const auto& [key, pad] : sig.tiles) {
       Symbol d = Symbol::from_raw(key.first);
       int depth = key.second;
       std::string size = depth == 0 ? extent_value(d) : block_value(Axis{d, uint8_t(depth - 1)});
       std::string pow2 = "triton.next_power_of_2(" + size + ")";
-      tiles.push_back(
-          {{p_.dims.order(d), depth},
-           names_.tile(DimView{d, depth, false}) + "=" + (dot ? "max(16, " + pow2 + ")" : pow2)});
+      tiles.push_back({{p_.dims.order(d), depth}, names_.tile(DimView{d, depth, false}) + "=" + padded(pad, pow2)});
     }
     std::sort(tiles.begin(), tiles.end());
     for (const auto& [order, text] : tiles) kw.push_back(text);
@@ -294,12 +310,13 @@ class ModuleWriter {
       if (!sig.evens.count(a)) continue;
       // The same tile size as TILE_ above, so the flag is true exactly when
       // every mask of a's blocks holds.
-      bool dot = sig.tiles.count({a.dim.raw(), a.level + 1}) && sig.tiles.at({a.dim.raw(), a.level + 1});
+      auto it = sig.tiles.find({a.dim.raw(), a.level + 1});
       std::string block = block_value(a), pow2 = "triton.next_power_of_2(" + block + ")";
       kw.push_back(names_.even(a) + "=" + split_value(a) + " % " + block + " == 0 and " +
-                   (dot ? "max(16, " + pow2 + ")" : pow2) + " == " + block);
+                   padded(it == sig.tiles.end() ? TilePad::None : it->second, pow2) + " == " + block);
     }
     if (sig.input_precision) kw.push_back("INPUT_PRECISION=input_precision");
+    if (sig.gemv_dot) kw.push_back("GEMV_DOT=gemv_dot");
     // Keyword arguments, wrapped.
     std::string line;
     for (const std::string& item : kw) {

@@ -371,6 +371,43 @@ std::string permuted(const std::string& text, const std::vector<size_t>& order) 
   return identity ? text : "tl.permute(" + text + ", (" + dims + "))";
 }
 
+// A half-precision product of a vector (only k) and a matrix (k and one
+// other dim) as one tl.dot: the vector padded to 16 rows (row 0 the vector,
+// the rest 0), the product's rows summed. Triton pipelines a loop's loads
+// into tl.dot through shared memory, which a multiply and sum does not get:
+// such GEMVs streamed a 32 MiB weight ~5-10% faster on the H200
+// (bench/results/h200-2026-12-02-stream-forms). Which form is faster in a
+// given kernel is measured: the GEMV_DOT constexpr picks it (the tuner's
+// gemv_dot). nullopt when the contraction is not such a GEMV.
+std::optional<std::string> gemv_dot_form(KernelEmitter& k, const Value& a, const Value& b, const DimView& kv,
+                                         DType dtype) {
+  if (dtype != DType::F16 && dtype != DType::BF16) return std::nullopt;
+  const bool a_is_vector = a.dims.size() == 1;
+  const Value& vec = a_is_vector ? a : b;
+  const Value& mat = a_is_vector ? b : a;
+  if (vec.dims.size() != 1 || mat.dims.size() != 2 || vec.dims[0].dim != kv.dim) return std::nullopt;
+  const size_t mat_k = mat.dims[0].dim == kv.dim ? 0 : 1;
+  if (mat.dims[mat_k].dim != kv.dim) return std::nullopt;
+  const DimView cols = mat.dims[1 - mat_k];
+  k.gemv_dot_dim(kv);
+  k.gemv_dot_dim(cols);
+  auto half = [&](const Value& v) {
+    return v.dtype == dtype ? atom(v.expr) : convert_text(v.expr, v.dtype, dtype);
+  };
+  std::string rows = "tl.arange(0, 16)", zero = "tl.zeros((), " + std::string(dtype_triton(dtype)) + ")";
+  std::string m = half(mat);
+  if (a_is_vector) {
+    // (16 x k) @ (k x cols): the matrix with k first.
+    std::string v16 = "tl.where(" + rows + "[:, None] == 0, " + half(vec) + "[None, :], " + zero + ")";
+    if (mat_k != 0) m = transposed(m);
+    return "tl.sum(tl.dot(" + v16 + ", " + m + "), axis=0)";
+  }
+  // (cols x k) @ (k x 16): the matrix with k last.
+  std::string v16 = "tl.where(" + rows + "[None, :] == 0, " + half(vec) + "[:, None], " + zero + ")";
+  if (mat_k != 1) m = transposed(m);
+  return "tl.sum(tl.dot(" + m + ", " + v16 + "), axis=1)";
+}
+
 // A contraction over k: one tl.dot when each operand's dims other than k
 // are one matrix dim, padded when single and flattened when several
 // (dot_shape.h); otherwise a broadcast product and tl.sum.
@@ -401,6 +438,8 @@ TileTuple contract(KernelEmitter& k, NodeId n, Kids kids) {
     out.dims = all;
     out.dims.erase(out.dims.begin() + long(pos));
     out.expr = Expr{"tl.sum(" + prod.expr.text + ", axis=" + std::to_string(pos) + ")", kAtom};
+    if (std::optional<std::string> dot = gemv_dot_form(k, a, b, kv, dtype))
+      out.expr = Expr{"(" + *dot + " if " + k.gemv_dot() + " else " + out.expr.text + ")", kAtom};
     out.zero_padded = a0.zero_padded && b0.zero_padded;
     return single(out);
   }

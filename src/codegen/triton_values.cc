@@ -10,9 +10,10 @@
 #include "codegen/triton_emit.h"
 
 namespace eqf::codegen {
+std::string atom(const Expr& e) { return e.prec >= kAtom ? e.text : "(" + e.text + ")"; }
+
 namespace {
 
-std::string atom(const Expr& e) { return e.prec >= kAtom ? e.text : "(" + e.text + ")"; }
 std::string at_least(const Expr& e, int prec) { return e.prec >= prec ? e.text : "(" + e.text + ")"; }
 
 bool is_identifier(const std::string& s) {

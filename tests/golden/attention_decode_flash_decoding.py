@@ -131,6 +131,10 @@ def o_kernel(
     tl.store(o_ptr + offs_h * stride_o_h + offs_f * stride_o_f, merged_2 / merged_1, mask=mask_f)
 
 
+# forward's keyword arguments that choose between two forms of a kernel (booleans).
+LAUNCH_FORMS = ()
+
+
 def forward(q, k, v, *, block_t0=None, num_warps=4, num_stages=2, input_precision="ieee"):
     """Runs `attention_decode`: q f32[h s e], k f32[h t e], v f32[h t f] -> (o f32[h s f],).
 

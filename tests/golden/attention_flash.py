@@ -104,6 +104,10 @@ def o_kernel(
     )
 
 
+# forward's keyword arguments that choose between two forms of a kernel (booleans).
+LAUNCH_FORMS = ()
+
+
 def forward(q, k, v, *, block_s0=None, block_t0=None, num_warps=4, num_stages=2, input_precision="ieee"):
     """Runs `attention`: q f32[h s e], k f32[h t e], v f32[h t f] -> (o f32[h s f],).
 

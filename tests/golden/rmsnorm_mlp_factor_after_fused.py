@@ -94,6 +94,10 @@ def y_kernel(
     )
 
 
+# forward's keyword arguments that choose between two forms of a kernel (booleans).
+LAUNCH_FORMS = ()
+
+
 def forward(x, g, w1, w2, *, block_k0=None, block_n0=None, num_warps=4, num_stages=2, input_precision="ieee"):
     """Runs `rmsnorm_mlp`: x f32[m k], g f32[k], w1 f32[k n], w2 f32[k n] -> (y f32[m n],).
 

@@ -172,6 +172,50 @@ def test_a_tile_against_its_buffers_layout_is_loaded_in_the_layout_and_fed_to_do
     assert_close(trials, check.TOLERANCE_HALF)
 
 
+GEMVS = {
+    # The vector on the left of a [k, n] weight (LoRA's three products, the
+    # adapter's with the weight transposed in the kernel's dim order).
+    "vector_left": ("""(program lora (dims (k 64) (n 32) (k1 16))
+  (input x f16 [k]) (input w f16 [k n]) (input a f16 [k k1]) (input b f16 [k1 n])
+  (let t0 (partition k.1 k (partition k.0 k (replicate n.0 x))))
+  (let t1 (preduce k.0 (+ +) (preduce k.1 (+ +) (tuple
+      (tile_matmul k t0 (partition k.1 k (partition k.0 k (partition n.0 n w))))
+      (tile_matmul k t0 (partition k.1 k (partition k.0 k (replicate n.0 a))))))))
+  (output out [n] (combine n.0 n (add (proj 0 t1) (tile_matmul k1 (proj 1 t1) (partition n.0 n b))))))""", 3),
+    # A bf16 [n, k] matrix times the vector on its right.
+    "vector_right": ("""(program mv (dims (k 40) (n 24)) (input w bf16 [n k]) (input x bf16 [k])
+  (output y [n] (combine n.0 n (preduce k.0 + (tile_matmul k (partition k.0 k (partition n.0 n w))
+                                                             (partition k.0 k (replicate n.0 x)))))))""", 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GEMVS))
+def test_a_gemv_has_a_tl_dot_form_that_gemv_dot_switches_on(modules, name):
+    text, count = GEMVS[name]
+    module = modules(text)
+    source = Path(module.__file__).read_text()
+    assert module.LAUNCH_FORMS == ("gemv_dot",)
+    # Each GEMV: a tl.dot of the vector padded to 16 rows under GEMV_DOT, a
+    # multiply and sum otherwise.
+    assert source.count("tl.dot(") == count and source.count("if GEMV_DOT else tl.sum(") == count, source
+    assert "GEMV_DOT=gemv_dot" in source and "gemv_dot=False" in source
+    # check_program runs both forms on the same inputs, blocks under 16 and
+    # ragged ones included (the dot form pads their tiles to 16).
+    trials = []
+    for blocks in ({"k.0": 32, "k.1": 8, "n.0": 8}, {"k.0": 64, "k.1": 16, "n.0": 32}, {}):
+        blocks = {a: b for a, b in blocks.items() if a in eqiforge.axes(text)}
+        trials += check.check_program(text, seed=3, trials=2, blocks=blocks, module=module)
+    assert sorted({tuple(t.forms) for t in trials}) == [(), ("gemv_dot",)]
+    assert_close(trials, check.TOLERANCE_HALF)
+
+
+def test_a_program_without_gemvs_has_no_launch_forms(modules):
+    text = """(program gemm (dims (m 16) (k 40) (n 48)) (input x f16 [m k]) (input w f16 [k n])
+  (output y [m n] (combine n.0 n (tile_matmul k (replicate n.0 x) (partition n.0 n w)))))"""
+    module = modules(text)
+    assert module.LAUNCH_FORMS == () and "gemv_dot" not in Path(module.__file__).read_text()
+
+
 def test_a_dim_named_like_another_dims_inner_axis_gets_its_own_tile_name(modules):
     # Dim k1 (whole) and axis k.1 (a block of a block of k) both made
     # TILE_K1, and the kernel repeated a parameter: a SyntaxError the tuner

@@ -186,6 +186,22 @@ def test_neighbours_stay_legal_and_come_in_a_fixed_order():
     assert [(n.num_warps, n.num_stages) for n in ns[-4:]] == [(8, 2), (2, 2), (4, 3), (4, 1)]
 
 
+def test_a_launch_form_is_switched_first_and_kept_by_every_other_step():
+    options = make_options(block_sizes=[16, 32, 64], num_warps=[2, 4, 8], num_stages=[1, 2, 3])
+    space = make_space(3, NESTED, {"m": 100, "n": 40, "h": 1}, options, forms=("gemv_dot",))
+    c = Config(3, (("block_h0", 1), ("block_m0", 32), ("block_m1", 32), ("block_n0", 64)), 4, 2)
+    ns = neighbours(c, space)
+    assert ns[0] == Config(3, c.blocks, 4, 2, ("gemv_dot",)) and ns[0].params()["gemv_dot"] is True
+    assert all(n.forms == () for n in ns[1:])
+    assert "gemv_dot" not in c.params() and "gemv_dot=True" in ns[0].describe()
+    # From the switched form, its neighbours keep it except the switch back.
+    back = neighbours(ns[0], space)
+    assert back[0] == c and all(n.forms == ("gemv_dot",) for n in back[1:])
+    assert shrink(Config(3, c.blocks, 4, 3, ("gemv_dot",)), space, out_of_resources=False).forms == ("gemv_dot",)
+    # A module without LAUNCH_FORMS: no such step.
+    assert all(n.forms == () for n in neighbours(c, nested_space()))
+
+
 def test_shrink_lowers_stages_first_then_halves_the_largest_block():
     space = nested_space()
     c = Config(3, (("block_h0", 1), ("block_m0", 128), ("block_m1", 64), ("block_n0", 64)), 4, 3)

@@ -1,7 +1,8 @@
 """Choosing a candidate by measurement (DESIGN §7).
 
 A *configuration* is a candidate program with concrete launch parameters: a
-block size per parallel axis, num_warps and num_stages. Before a
+block size per parallel axis, num_warps, num_stages and which of the module's
+LAUNCH_FORMS are on (e.g. gemv_dot: GEMVs as padded tl.dot). Before a
 configuration may be timed it is compiled and run on fresh random inputs and
 its outputs checked against PyTorch eager (verify.py); a configuration that
 fails to compile, to run or to verify is dropped and counted, never returned.
@@ -20,8 +21,9 @@ On a GPU, tuning has two phases within the budget:
    in later rounds, after every other candidate has had its first try.
 2. Successive halving with exploration: each round keeps the fastest third of
    the previous round's configurations and tries their untried neighbours
-   (each block doubled or halved within the cost model's legal range, the next
-   num_warps and num_stages of the options), best survivor first, each timed
+   (each launch form switched, each block doubled or halved within the cost
+   model's legal range, the next num_warps and num_stages of the options),
+   best survivor first, each timed
    with a short repetition; a configuration at least as large as one that ran
    out of resources is skipped. When the survivors' neighbourhoods are
    explored, the fastest configuration with untried neighbours goes on. At
@@ -69,12 +71,15 @@ class Config:
     blocks: tuple[tuple[str, int], ...]      # (forward's keyword, block size), sorted
     num_warps: int = 4
     num_stages: int = 2
+    forms: tuple[str, ...] = ()              # the module's LAUNCH_FORMS switched on, sorted
 
-    def params(self) -> dict[str, int]:
-        return {**dict(self.blocks), "num_warps": self.num_warps, "num_stages": self.num_stages}
+    def params(self) -> dict[str, int | bool]:
+        return {**dict(self.blocks), "num_warps": self.num_warps, "num_stages": self.num_stages,
+                **{name: True for name in self.forms}}
 
     def describe(self) -> str:
-        parts = [f"{k}={v}" for k, v in self.blocks] + [f"num_warps={self.num_warps}", f"num_stages={self.num_stages}"]
+        parts = ([f"{k}={v}" for k, v in self.blocks] + [f"num_warps={self.num_warps}", f"num_stages={self.num_stages}"]
+                 + [f"{name}=True" for name in self.forms])
         return f"candidate {self.rank} ({', '.join(parts)})"
 
 
@@ -115,7 +120,9 @@ class Space:
     the axis splits (its dim's extent at level 0), and an inner level of a dim
     is never larger than its outer level; warps and stages come from the
     options. Axes whose block is fixed to 1 (the module's UNIT_AXES) have no
-    keyword and so never change."""
+    keyword and so never change. `forms` are the module's LAUNCH_FORMS:
+    switches between two forms of a kernel (e.g. gemv_dot), each off at the
+    start and switched by a neighbour step."""
 
     rank: int
     keywords: list[str]              # forward's block keywords, outer levels before inner ones
@@ -123,6 +130,7 @@ class Space:
     outer: dict[str, str]            # keyword -> keyword of the enclosing level of the same dim
     num_warps: tuple[int, ...]
     num_stages: tuple[int, ...]
+    forms: tuple[str, ...] = ()
 
     def normalize(self, blocks: dict[str, int]) -> dict[str, int]:
         """Inner levels clamped to their outer level's block, as the cost model does."""
@@ -131,12 +139,12 @@ class Space:
                 blocks[kw] = min(blocks[kw], blocks[self.outer[kw]])
         return blocks
 
-    def config(self, blocks: dict[str, int], num_warps: int, num_stages: int) -> Config:
-        return Config(self.rank, tuple(sorted(blocks.items())), num_warps, num_stages)
+    def config(self, blocks: dict[str, int], num_warps: int, num_stages: int, forms: tuple[str, ...] = ()) -> Config:
+        return Config(self.rank, tuple(sorted(blocks.items())), num_warps, num_stages, forms)
 
 
 def make_space(rank: int, block_params: dict[str, str], dims: dict[str, int], options: Options,
-               estimate: dict[str, int] | None = None) -> Space:
+               estimate: dict[str, int] | None = None, forms: tuple[str, ...] = ()) -> Space:
     """The legal space of a candidate whose module has `block_params` ({axis:
     keyword}, e.g. {"k.0": "block_k0", "k.1": "block_k1"}) in a program with
     dim extents `dims`. `estimate` ({axis: block}) is legal by definition: no
@@ -162,7 +170,7 @@ def make_space(rank: int, block_params: dict[str, str], dims: dict[str, int], op
             cap = max(cap, _next_pow2(estimate[axis]))
         caps[kw] = cap
     return Space(rank, keywords, caps, outer, tuple(sorted(set(options.num_warps))),
-                 tuple(sorted(set(options.num_stages))))
+                 tuple(sorted(set(options.num_stages))), tuple(sorted(set(forms))))
 
 
 def _preferred(values: tuple[int, ...], want: int) -> int:
@@ -198,17 +206,23 @@ def _adjacent(values: tuple[int, ...], v: int) -> list[int]:
 
 
 def neighbours(config: Config, space: Space) -> list[Config]:
-    """The configurations one step from `config`, in a fixed order: each block
-    doubled, then halved (keyword by keyword, staying legal), then the next
-    num_warps up and down, then the next num_stages up and down."""
+    """The configurations one step from `config`, in a fixed order: each of
+    the space's forms switched (the largest change of the kernel: its loads
+    and its arithmetic), each block doubled, then halved (keyword by keyword,
+    staying legal), then the next num_warps up and down, then the next
+    num_stages up and down."""
     blocks = dict(config.blocks)
     out: list[Config] = []
+    for name in space.forms:
+        forms = set(config.forms) ^ {name}
+        out.append(dataclasses.replace(config, forms=tuple(sorted(forms))))
     for kw in space.keywords:
         b = blocks[kw]
         for nb in (b * 2, b // 2):
             if nb < 1 or nb > space.caps[kw] or (kw in space.outer and nb > blocks[space.outer[kw]]):
                 continue
-            out.append(space.config(space.normalize({**blocks, kw: nb}), config.num_warps, config.num_stages))
+            out.append(space.config(space.normalize({**blocks, kw: nb}), config.num_warps, config.num_stages,
+                                    config.forms))
     for w in _adjacent(space.num_warps, config.num_warps):
         out.append(dataclasses.replace(config, num_warps=w))
     for s in _adjacent(space.num_stages, config.num_stages):
@@ -238,7 +252,7 @@ def shrink(config: Config, space: Space, out_of_resources: bool) -> Config | Non
         return None
     kw = max(big, key=lambda k: blocks[k])  # the first of the largest, in keyword order
     blocks[kw] //= 2
-    return space.config(space.normalize(blocks), config.num_warps, config.num_stages)
+    return space.config(space.normalize(blocks), config.num_warps, config.num_stages, config.forms)
 
 
 # ---- successive halving --------------------------------------------------------------
@@ -571,7 +585,8 @@ class Tuner:
             if module is None:
                 return None
             self.spaces[cand.rank] = make_space(cand.rank, dict(getattr(module, "BLOCK_PARAMS", {})),
-                                                program_dims(cand.program), self.options, cand.blocks)
+                                                program_dims(cand.program), self.options, cand.blocks,
+                                                tuple(getattr(module, "LAUNCH_FORMS", ())))
         return self.spaces[cand.rank]
 
     def _failure(self, line: str) -> None:
@@ -648,10 +663,11 @@ class Tuner:
 
     def _dominated(self, config: Config) -> bool:
         """At least as large as a configuration of the same candidate that ran
-        out of resources: every block and the stages no smaller, the same warps."""
+        out of resources: every block and the stages no smaller, the same warps
+        and forms."""
         blocks = dict(config.blocks)
         for f in self._too_large.get(config.rank, []):
-            if (f.num_warps == config.num_warps and config.num_stages >= f.num_stages
+            if (f.num_warps == config.num_warps and f.forms == config.forms and config.num_stages >= f.num_stages
                     and all(blocks.get(k, 0) >= v for k, v in f.blocks)):
                 return True
         return False
