@@ -41,12 +41,12 @@ def load(path):
 
 
 def parse_params(items):
-    """forward's keyword arguments from name=value items (integers, but
-    input_precision's text)."""
+    """forward's keyword arguments from name=value items (integers, True or
+    False (a launch form), but input_precision's text)."""
     out = {}
     for item in items:
         k, _, v = item.partition("=")
-        out[k] = v if k == "input_precision" else int(v)
+        out[k] = v if k == "input_precision" else {"True": True, "False": False}.get(v) if v in ("True", "False") else int(v)
     return out
 
 

@@ -25,16 +25,19 @@ def main(out_path, specs):
         path, _, ptext = spec.partition("@")
         params = parse_params(filter(None, ptext.split(",")))
         row = {"module": path, "params": params, "kernels": []}
-        for fn, grid, args, kwargs in launches(load(path), params, "cuda"):
-            def launch(*_, fn=fn, grid=grid, args=args, kwargs=kwargs):
-                fn[grid](*args, **kwargs)
-            # gpu_only_time takes the device from its first argument.
-            t, _ = gpu_only_time(launch, (args[0],), flusher)
-            row["kernels"].append({"name": fn.__name__, "grid": list(grid), "us": t * 1e6})
-        module = load(path)  # launches() left the first copy's kernels replaced
-        inputs = inputs_of(module, "cuda")
-        t, _ = gpu_only_time(lambda *a: module.forward(*a, **params), tuple(inputs), flusher)
-        row["forward_us"] = t * 1e6
+        try:
+            for fn, grid, args, kwargs in launches(load(path), params, "cuda"):
+                def launch(*_, fn=fn, grid=grid, args=args, kwargs=kwargs):
+                    fn[grid](*args, **kwargs)
+                # gpu_only_time takes the device from its first argument.
+                t, _ = gpu_only_time(launch, (args[0],), flusher)
+                row["kernels"].append({"name": fn.__name__, "grid": list(grid), "us": t * 1e6})
+            module = load(path)  # launches() left the first copy's kernels replaced
+            inputs = inputs_of(module, "cuda")
+            t, _ = gpu_only_time(lambda *a: module.forward(*a, **params), tuple(inputs), flusher)
+            row["forward_us"] = t * 1e6
+        except Exception as e:  # e.g. out of shared memory: recorded, the others go on
+            row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         print(json.dumps(row), flush=True)
         results.append(row)
     with open(out_path, "w") as f:
