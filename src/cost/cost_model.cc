@@ -568,14 +568,17 @@ ProgramEstimate CostModel::evaluate(const Program& p, const LoweredProgram& lowe
   return out;
 }
 
-ProgramEstimate CostModel::best_stages(const Program& p, const LoweredProgram& lowered,
-                                       const ProgramEstimate& at_default) const {
+namespace {
+
+// The best of `at_default` and the minimizations of `s` at the target's other
+// stage_choices.
+ProgramEstimate best_over_stages(const ProgramSummary& s, const LoweredProgram& lowered, const Target& target,
+                                 const ProgramEstimate& at_default) {
   ProgramEstimate best = at_default;
-  const ProgramSummary s = summarize(p, lowered);
   if (std::none_of(s.kernels.begin(), s.kernels.end(), pipelines_loops)) return best;  // every count prices the same
-  for (int stages : target_.stage_choices) {
-    if (stages == target_.pipeline_stages) continue;
-    Target t = target_;
+  for (int stages : target.stage_choices) {
+    if (stages == target.pipeline_stages) continue;
+    Target t = target;
     t.pipeline_stages = stages;
     KernelTables tables;  // values for this count only
     ProgramEstimate e = minimize(s, lowered, t, tables);
@@ -585,6 +588,23 @@ ProgramEstimate CostModel::best_stages(const Program& p, const LoweredProgram& l
   }
   best.combos_tried = at_default.combos_tried;
   return best;
+}
+
+}  // namespace
+
+ProgramEstimate CostModel::best_stages(const Program& p, const LoweredProgram& lowered,
+                                       const ProgramEstimate& at_default) const {
+  return best_over_stages(summarize(p, lowered), lowered, target_, at_default);
+}
+
+std::optional<ProgramEstimate> CostModel::gemv_dot_estimate(const Program& p, const LoweredProgram& lowered) const {
+  const ProgramSummary s = summarize(p, lowered, /*gemv_dot=*/true);
+  if (s.gemvs == 0) return std::nullopt;
+  KernelTables tables;  // values of this form only
+  ProgramEstimate e = minimize(s, lowered, target_, tables);
+  if (target_.stage_choices.size() >= 2) e = best_over_stages(s, lowered, target_, e);
+  if (!e.feasible) return std::nullopt;
+  return e;
 }
 
 }  // namespace eqf

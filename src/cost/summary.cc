@@ -43,7 +43,7 @@ std::optional<Symbol> innermost_dim(const Program& p, Symbol last, const std::ve
 
 class Compiler {
  public:
-  Compiler(const Program& p, const LoweredProgram& lp) : p_(p), lp_(lp) {}
+  Compiler(const Program& p, const LoweredProgram& lp, bool gemv_dot) : p_(p), lp_(lp), gemv_dot_(gemv_dot) {}
 
   ProgramSummary run() {
     for (Axis a : lp_.axes) axis(a);
@@ -141,6 +141,26 @@ class Compiler {
       d.tensor_cores = a.dtype == DType::F16 || a.dtype == DType::BF16;
       ks.dots.push_back(d);
       return;
+    }
+    // A GEMV (the emitter's rule: a vector of k alone, a matrix of k and one
+    // other dim, a half-precision result): in its tl.dot form, one row
+    // (padded to the smallest dot) by k by the matrix's other dim.
+    std::vector<DimView> la = live(a), lb = live(b);
+    const std::vector<DimView>& vec = la.size() == 1 ? la : lb;
+    const std::vector<DimView>& mat = la.size() == 1 ? lb : la;
+    DType dtype = p_.type(n).get().tensor().dtype;
+    if ((dtype == DType::F16 || dtype == DType::BF16) && vec.size() == 1 && mat.size() == 2 && vec[0].dim == kd &&
+        (mat[0].dim == kd || mat[1].dim == kd)) {
+      ++out_.gemvs;
+      if (gemv_dot_) {
+        DotRow d;
+        d.scope = scope;
+        d.rows = DimRef{};  // one element
+        d.k = ref(vec[0]);
+        d.cols = ref(mat[0].dim == kd ? mat[1] : mat[0]);
+        ks.dots.push_back(d);
+        return;
+      }
     }
     ks.computes.push_back(ComputeRow{scope, 2.0, union_tile(a, b)});
   }
@@ -243,6 +263,7 @@ class Compiler {
   const Program& p_;
   const LoweredProgram& lp_;
   ProgramSummary out_;
+  bool gemv_dot_ = false;
 };
 
 }  // namespace
@@ -253,6 +274,8 @@ int ProgramSummary::axis_index(Axis a) const {
   return -1;
 }
 
-ProgramSummary summarize(const Program& p, const LoweredProgram& lowered) { return Compiler(p, lowered).run(); }
+ProgramSummary summarize(const Program& p, const LoweredProgram& lowered, bool gemv_dot) {
+  return Compiler(p, lowered, gemv_dot).run();
+}
 
 }  // namespace eqf::cost

@@ -115,10 +115,15 @@ struct ProgramSummary {
   std::vector<AxisRow> axes;
   std::vector<KernelSummary> kernels;
   int axis_index(Axis a) const;  // -1 if unknown
+  // Half-precision products of a vector and a matrix (the emitter's GEMVs,
+  // which forward's gemv_dot makes tl.dots of the vector padded to 16 rows).
+  int gemvs = 0;
 };
 
 // Compiles a lowered program. Throws eqf::Error if the program uses a
 // construct the model cannot size (a dim with no extent).
-ProgramSummary summarize(const Program& p, const LoweredProgram& lowered);
+// With `gemv_dot`, the GEMVs are priced as the emitter's tl.dot form
+// (triton_ops.cc: gemv_dot_form), else as a multiply and sum.
+ProgramSummary summarize(const Program& p, const LoweredProgram& lowered, bool gemv_dot = false);
 
 }  // namespace eqf::cost

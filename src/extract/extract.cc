@@ -532,6 +532,9 @@ class Enumerator {
       for (size_t i = 0; i < top; ++i)
         cs[i].estimate = opt_.cost->best_stages(cs[i].program, cs[i].lowered, *cs[i].estimate);
     std::stable_sort(cs.begin(), cs.begin() + std::ptrdiff_t(top), ranks_before);
+    // Where the leaders' GEMVs start tuning in their other form. It does not
+    // rank them: which form is faster is measured.
+    for (size_t i = 0; i < top; ++i) cs[i].gemv_dot = opt_.cost->gemv_dot_estimate(cs[i].program, cs[i].lowered);
   }
 
   // c with its kernel-private dims (extract/kernel_dims.h), when the cost

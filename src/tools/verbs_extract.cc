@@ -28,6 +28,14 @@ std::string axes_json(const std::vector<Axis>& axes) {
   return out + "]";
 }
 
+// An estimate's launch parameters: "block_sizes": {...}, "num_stages": N.
+std::string launch_json(const ProgramEstimate& e) {
+  std::string out = "\"block_sizes\": {";
+  size_t j = 0;
+  for (const auto& [axis, b] : e.blocks) out += (j++ ? ", " : "") + json_quoted(axis.name()) + ": " + std::to_string(b);
+  return out + "}, \"num_stages\": " + std::to_string(e.stages);
+}
+
 std::string axes_text(const std::vector<Axis>& axes) {
   std::string out;
   for (Axis a : axes) out += (out.empty() ? "" : " ") + a.name();
@@ -94,10 +102,13 @@ int verb_extract(const Args& args) {
         const ProgramEstimate& e = *c.estimate;
         o << ", \"estimated_us\": " << json_number(e.seconds * 1e6);
         if (opt.order == ExtractOrder::BestFirst) o << ", \"guide_us\": " << json_number(c.guide_seconds * 1e6);
-        o << ", \"block_sizes\": {";
-        size_t j = 0;
-        for (const auto& [axis, b] : e.blocks) o << (j++ ? ", " : "") << json_quoted(axis.name()) << ": " << b;
-        o << "}, \"num_stages\": " << e.stages;
+        o << ", " << launch_json(e);
+      }
+      if (c.gemv_dot) {
+        // A launch form's own estimate: where the tuner starts it.
+        const ProgramEstimate& e = *c.gemv_dot;
+        o << ", \"forms\": {\"gemv_dot\": {\"estimated_us\": " << json_number(e.seconds * 1e6) << ", "
+          << launch_json(e) << "}}";
       }
       o << ", \"kernels\": [";
       for (size_t k = 0; k < c.lowered.kernels.size(); ++k) {

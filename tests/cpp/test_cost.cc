@@ -139,6 +139,37 @@ TEST(CostModel, MemoryBoundKernelCostsItsBytesOverTheBandwidth) {
   EXPECT_GE(e.kernels[0].programs * h200().sm_bytes_per_s, kernel_bw);
 }
 
+// A GEMV's tl.dot form (forward's gemv_dot) has an estimate of its own:
+// pipelined loops over k whose tiles feed a dot of one row padded to 16,
+// which stage in shared memory; a GEMM has no such form.
+TEST(CostModel, AGemvsDotFormIsSizedOnItsOwn) {
+  const std::string gemv =
+      "(program gemv (dims (k 4096) (n 4096)) (input x f16 [k]) (input w f16 [k n])\n"
+      "  (output y [n] (combine n.0 n (preduce k.0 + (tile_matmul k (partition k.0 k (replicate n.0 x))\n"
+      "                                                              (partition k.0 k (partition n.0 n w)))))))";
+  Program p = parse_and_check(gemv);
+  LoweredProgram lowered = lower_program(p);
+  CostModel cm(h200());
+  std::optional<ProgramEstimate> dot = cm.gemv_dot_estimate(p, lowered);
+  ASSERT_TRUE(dot.has_value());
+  ASSERT_TRUE(dot->feasible) << dot->why_infeasible;
+  ASSERT_EQ(dot->kernels.size(), 1u);
+  // The dot's 16 rows (15 of them padding) are tensor-core flops; the
+  // multiply and sum has none.
+  EXPECT_DOUBLE_EQ(dot->kernels[0].mma_flops, 2.0 * 16 * 4096 * 4096);
+  ProgramEstimate sum = cm.estimate(p, lowered);
+  EXPECT_EQ(sum.kernels[0].mma_flops, 0);
+  // Its tiles are staged: they fit the shared memory at its stages.
+  EXPECT_GT(dot->kernels[0].smem_bytes, 0);
+  EXPECT_LE(dot->kernels[0].smem_bytes, double(h200().smem_bytes_per_program));
+  EXPECT_GE(dot->blocks.at(axis("n.0")), 16);
+
+  Program gemm = parse_and_check(
+      "(program gemm (dims (m 64) (k 256) (n 256)) (input x f16 [m k]) (input w f16 [k n])\n"
+      "  (output y [m n] (combine n.0 n (tile_matmul k (replicate n.0 x) (partition n.0 n w)))))");
+  EXPECT_FALSE(cm.gemv_dot_estimate(gemm, lower_program(gemm)).has_value());
+}
+
 TEST(CostModel, FewerProgramsThanSmsCannotUseAllTheBandwidth) {
   Program p = parse_and_check(add_program(4096, 64));
   LoweredProgram lp = lower_program(p);

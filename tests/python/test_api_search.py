@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import eqiforge.api as api
+from eqiforge.options import make_options
 from eqiforge.runtime import search
 
 pytestmark = [
@@ -129,6 +130,32 @@ def test_candidates_of_one_structure_share_a_shape_key():
     # Other flops (pointwise work moved across a matmul) are the same
     # structure; other block sizes are not.
     assert keys[0] == keys[1] == keys[2] and keys[3] != keys[0]
+
+
+GATED_MLP_B1 = """(program gated_mlp (dims (k 4096) (n 4096))
+  (input x f16 [k]) (input w1 f16 [k n]) (input w2 f16 [k n])
+  (output y [n] (mul (silu (matmul k x w1)) (matmul k x w2))))"""
+
+
+def test_extraction_gives_a_gemvs_tl_dot_form_its_own_start():
+    # At one token the products are GEMVs: the cost model also sizes their
+    # tl.dot form (forward's gemv_dot), whose blocks are its own -- loops
+    # over k of a few hundred rows, pipelined -- where the multiply and sum
+    # streams whole-k strips of 8 columns.
+    found = search.find_candidates(GATED_MLP_B1, make_options(top_k=8), "h100")
+    with_form = [c for c in found.candidates if "gemv_dot" in c.form_starts]
+    assert with_form, [(c.rank, c.blocks) for c in found.candidates]
+    for c in with_form:
+        blocks, stages = c.form_starts["gemv_dot"]
+        assert set(blocks) == set(c.blocks), (blocks, c.blocks)  # the same axes, other sizes
+        assert stages is not None and stages >= 2
+        assert blocks["n.0"] >= 16, blocks  # a tl.dot's columns: at least 16
+        assert min(b for a, b in blocks.items() if a.startswith("k.")) < 4096, blocks  # a loop over k
+    # The parser reads the form's estimate; a candidate without one has none.
+    raw = {"program": "x", "estimated_us": 1.0, "block_sizes": {"n.0": 8}, "num_stages": 3,
+           "forms": {"gemv_dot": {"estimated_us": 2.0, "block_sizes": {"k.0": 256, "n.0": 64}, "num_stages": 5}}}
+    parsed = search.parse_search_result({"candidates": [raw, {**raw, "forms": None}]}).candidates
+    assert parsed[0].form_starts == {"gemv_dot": ({"k.0": 256, "n.0": 64}, 5)} and parsed[1].form_starts == {}
 
 
 def test_no_candidate_names_the_limit_that_stopped_saturation():

@@ -32,6 +32,7 @@ from eqiforge.runtime.tuner import (
     program_dims,
     shrink,
     start_config,
+    start_configs,
     successive_halving,
 )
 
@@ -184,6 +185,20 @@ def test_neighbours_stay_legal_and_come_in_a_fixed_order():
     assert not any(b["block_m1"] == 64 and b["block_m0"] == 32 for b in blocks)
     assert not any(b["block_n0"] == 128 for b in blocks)
     assert [(n.num_warps, n.num_stages) for n in ns[-4:]] == [(8, 2), (2, 2), (4, 3), (4, 1)]
+
+
+def test_a_launch_form_with_an_estimate_of_its_own_starts_there_too():
+    estimate = {"m.0": 8, "m.1": 8, "n.0": 8, "h.0": 1}
+    cand = Candidate(3, "(program p)", 1e-6, estimate, stages=3,
+                     form_starts={"gemv_dot": ({"m.0": 64, "m.1": 32, "n.0": 64, "h.0": 1}, 5)})
+    options = make_options(block_sizes=[16, 32, 64], num_warps=[2, 4, 8], num_stages=[1, 2, 3, 4, 5])
+    space = make_space(3, NESTED, {"m": 100, "n": 40, "h": 1}, options, estimate, forms=("gemv_dot",))
+    first, dot = start_configs(cand, NESTED, space)
+    assert first == start_config(cand, NESTED, space) and first.forms == ()
+    assert dot == Config(3, (("block_h0", 1), ("block_m0", 64), ("block_m1", 32), ("block_n0", 64)), 4, 5,
+                         ("gemv_dot",))
+    # A module without the form (LAUNCH_FORMS empty): its start only.
+    assert start_configs(cand, NESTED, make_space(3, NESTED, {"m": 100, "n": 40, "h": 1}, options, estimate)) == [first]
 
 
 def test_a_launch_form_is_switched_first_and_kept_by_every_other_step():

@@ -139,6 +139,11 @@ class CostModel {
   // choice is a minimization of its own).
   ProgramEstimate best_stages(const Program& p, const LoweredProgram& lowered, const ProgramEstimate& at_default) const;
 
+  // The best estimate (blocks and stages) of the program with its GEMVs in
+  // their tl.dot form (forward's gemv_dot): where that form's kernels start
+  // tuning. nullopt when the program has no GEMV or no feasible choice.
+  std::optional<ProgramEstimate> gemv_dot_estimate(const Program& p, const LoweredProgram& lowered) const;
+
   // Time to move `bytes` at the full bandwidth: the compulsory-traffic part
   // of extraction's lower bound for partial programs.
   double transfer_seconds(double bytes) const { return bytes / target_.dram_bytes_per_s; }

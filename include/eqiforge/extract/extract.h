@@ -180,6 +180,9 @@ struct Candidate {
   // by the model, ran at 130 us at best on an H100; the earlier passes'
   // best at 68 us).
   bool acyclic_pass = false;
+  // The estimate with the GEMVs in their tl.dot form (CostModel::
+  // gemv_dot_estimate), for the leading candidates that have GEMVs.
+  std::optional<ProgramEstimate> gemv_dot;
 };
 
 struct ExtractResult {

@@ -19,6 +19,8 @@ What the runtime reads from extraction (``eqiforge-opt extract FILE --json
          "estimated_us": 12.5,                 # optimistic latency (cost model)
          "block_sizes": {"t.0": 64},           # block sizes of that estimate
          "num_stages": 3,                      # and its pipeline stages
+         "forms": {"gemv_dot": {"estimated_us": 13.0, "block_sizes": {...}, "num_stages": 4}},
+                                               # optional: a launch form's own estimate
          "kernels": [{"name": "o_kernel", "grid": ["s.0"], "loops": ["t.0"],
                       "ops": ["matmul", ...]}]},   # "ops" optional
         ...]}
@@ -81,6 +83,9 @@ class Candidate:
     kernels: list[KernelInfo] | None = None
     # The pipeline stages of that estimate (num_stages), when it has one.
     stages: int | None = None
+    # Launch forms with an estimate of their own (extraction's "forms"):
+    # name -> (block sizes, stages), where the tuner starts that form.
+    form_starts: dict[str, tuple[dict[str, int], int | None]] = field(default_factory=dict)
     # Filled by emit_module on demand (emission can fail for one candidate).
     source: str | None = None
     # What the cost model sees of it (kernels, their grids, loops, programs,
@@ -249,6 +254,12 @@ def parse_search_result(raw: dict) -> SearchResult:
             kernels = [KernelInfo.from_json(k) for k in c["kernels"]]
         estimate = c.get("estimated_us")
         stages = c.get("num_stages")
+        form_starts = {}
+        for name, f in (c.get("forms") or {}).items():
+            if isinstance(f, dict) and isinstance(f.get("block_sizes"), dict):
+                s = f.get("num_stages")
+                form_starts[str(name)] = ({str(k): int(v) for k, v in f["block_sizes"].items()},
+                                          s if isinstance(s, int) and s >= 1 else None)
         candidates.append(
             Candidate(
                 rank=rank + 1,
@@ -257,6 +268,7 @@ def parse_search_result(raw: dict) -> SearchResult:
                 blocks={str(k): int(v) for k, v in (c.get("block_sizes") or {}).items()},
                 kernels=kernels,
                 stages=stages if isinstance(stages, int) and stages >= 1 else None,
+                form_starts=form_starts,
                 shape_key=_shape_key(c),
             )
         )

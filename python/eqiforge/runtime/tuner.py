@@ -185,7 +185,29 @@ def start_config(candidate: Candidate, block_params: dict[str, str], space: Spac
     estimate does not size (an extraction without block sizes) get the emitted
     module's defaults: min(next power of two of the extent, 64) at level 0,
     half the outer block inside."""
-    est = {block_params[a]: int(v) for a, v in candidate.blocks.items() if a in block_params}
+    return _start_at(candidate.blocks, candidate.stages, block_params, space)
+
+
+def start_configs(candidate: Candidate, block_params: dict[str, str], space: Space) -> list[Config]:
+    """start_config, then each launch form of the space with an estimate of
+    its own (extraction's "forms") switched on at that estimate's blocks and
+    stages: a form's best blocks are not the other form's (a GEMV's tl.dot
+    form streams its weight in pipelined loops of a few hundred rows, the
+    multiply and sum in whole-k strips), so one step from the first start
+    would not reach them."""
+    out = [start_config(candidate, block_params, space)]
+    for name in space.forms:
+        if name in candidate.form_starts:
+            blocks, stages = candidate.form_starts[name]
+            c = dataclasses.replace(_start_at(blocks, stages, block_params, space), forms=(name,))
+            if c not in out:
+                out.append(c)
+    return out
+
+
+def _start_at(estimate: dict[str, int], stages: int | None, block_params: dict[str, str], space: Space) -> Config:
+    """A configuration at an estimate's blocks ({axis: block}) and stages."""
+    est = {block_params[a]: int(v) for a, v in estimate.items() if a in block_params}
     blocks: dict[str, int] = {}
     for kw in space.keywords:
         if kw in est:
@@ -194,7 +216,7 @@ def start_config(candidate: Candidate, block_params: dict[str, str], space: Spac
             blocks[kw] = max(1, blocks[space.outer[kw]] // 2)
         else:
             blocks[kw] = min(space.caps[kw], 64)
-    stages = candidate.stages or START_STAGES
+    stages = stages or START_STAGES
     return space.config(blocks, _preferred(space.num_warps, START_WARPS), _preferred(space.num_stages, stages))
 
 
@@ -781,15 +803,18 @@ class Tuner:
                 space = self._space(cand)
                 if space is None or (config is None and self._duplicate(cand)):
                     continue
-                if config is None:
-                    config = start_config(cand, dict(getattr(self.modules[cand.rank], "BLOCK_PARAMS", {})), space)
-                trial = self._try(cand, config, _FIRST_REP_MS)
-                if trial is not None:
-                    trials.append(trial)
-                else:
-                    retry = self._retry(cand, config, space)
-                    if retry is not None:
-                        retries.append((cand, retry))
+                configs = ([config] if config is not None else
+                           start_configs(cand, dict(getattr(self.modules[cand.rank], "BLOCK_PARAMS", {})), space))
+                for config in configs:
+                    if no_more_candidates():
+                        break
+                    trial = self._try(cand, config, _FIRST_REP_MS)
+                    if trial is not None:
+                        trials.append(trial)
+                    else:
+                        retry = self._retry(cand, config, space)
+                        if retry is not None:
+                            retries.append((cand, retry))
                 self._progress(f"tuning: {len(trials)} verified", len(todo) - i - 1 + len(retries), best())
             todo = retries
         if not trials:
@@ -876,8 +901,8 @@ class Tuner:
                 if signature in signatures:
                     continue  # phase 1 skips it as a duplicate
                 signatures.add(signature)
-                config = start_config(cand, dict(getattr(self.modules[cand.rank], "BLOCK_PARAMS", {})), space)
-                self.precompiler.submit(self.sources.get(cand.rank), config)
+                for config in start_configs(cand, dict(getattr(self.modules[cand.rank], "BLOCK_PARAMS", {})), space):
+                    self.precompiler.submit(self.sources.get(cand.rank), config)
 
     def _progress(self, stage: str, left: int | None, best: Trial | None = None) -> None:
         if self.progress is None:
