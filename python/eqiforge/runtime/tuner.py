@@ -805,8 +805,8 @@ class Tuner:
                     continue
                 configs = ([config] if config is not None else
                            start_configs(cand, dict(getattr(self.modules[cand.rank], "BLOCK_PARAMS", {})), space))
-                for config in configs:
-                    if no_more_candidates():
+                for j, config in enumerate(configs):
+                    if j and no_more_candidates():  # the first was checked before the module loaded
                         break
                     trial = self._try(cand, config, _FIRST_REP_MS)
                     if trial is not None:
