@@ -138,7 +138,9 @@ const std::vector<Verb>& verb_table() {
                   "after --candidates feasible ones; bfs enumerates level by level, as the paper measures.\n"
                   "--json prints {\"states_expanded\", \"complete_built\", \"distinct\", \"seconds\",\n"
                   "\"candidates\": [...]}, each candidate with its kernels, grid and loop axes, estimate and\n"
-                  "the block sizes of that estimate. --explain TILED restricts extraction to the e-nodes of\n"
+                  "the block sizes of that estimate; a leading candidate with GEMVs also has \"forms\":\n"
+                  "{\"gemv_dot\": {...}}, the estimate of their tl.dot form (where the tuner starts it).\n"
+                  "--explain TILED restricts extraction to the e-nodes of\n"
                   "TILED (a tiled program, usually also given with --also): it says whether that program is in\n"
                   "the saturated e-graph, whether extraction builds it, and if not, which step drops it.",
        .options = with_extract_options(
