@@ -49,3 +49,29 @@ def test_the_emitted_kernels_compute_the_naive_program(extracted):
                                      source=f"{FFN.name} at m=1, candidate {c.rank}")
         for t in trials:
             assert t.ok, f"candidate {c.rank}: {t.errors} with blocks {t.blocks}"
+
+
+# The same FFN as the frontend captures one token: no m dim at all (the IR
+# has no size-1 dims), so each projection is a GEMV of a vector, which the
+# emitter writes in two forms (forward's gemv_dot). Every form of the leading
+# candidates -- those extraction also sized in the tl.dot form included --
+# against the naive program, re-sized small.
+FFN_ONE_TOKEN = """(program rmsnorm_swiglu (dims (k 4096) (i 4096) (o 4096))
+  (input x f16 [k]) (input g f16 [k]) (input wg f16 [k i]) (input wu f16 [k i]) (input wd f16 [i o])
+  (let xn (mul (mul x (rsqrt (add (div (sum k (mul x x)) 4096) 1e-6))) g))
+  (let act (mul (silu (matmul k xn wg)) (matmul k xn wu)))
+  (output y [o] (matmul i act wd)))"""
+SMALL_ONE_TOKEN = {"k": 48, "i": 40, "o": 24}
+
+
+def test_both_gemv_forms_of_the_one_token_candidates_compute_the_naive_program():
+    candidates = check.extract(FFN_ONE_TOKEN, 4, ["--target", "h100"], source="ffn one token")
+    reference = check.with_extents(FFN_ONE_TOKEN, SMALL_ONE_TOKEN)
+    forms = set()
+    for c in candidates:
+        trials = check.check_program(check.with_extents(c.program, SMALL_ONE_TOKEN), seed=11, trials=2,
+                                     reference=reference, source=f"ffn one token, candidate {c.rank}")
+        forms |= {tuple(t.forms) for t in trials}
+        for t in trials:
+            assert t.ok, f"candidate {c.rank}: {t.errors} with blocks {t.blocks} and forms {t.forms}"
+    assert ("gemv_dot",) in forms, "no candidate had a GEMV in two forms"
