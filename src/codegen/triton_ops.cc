@@ -371,9 +371,8 @@ std::string permuted(const std::string& text, const std::vector<size_t>& order) 
   return identity ? text : "tl.permute(" + text + ", (" + dims + "))";
 }
 
-// A half-precision product of a vector (only k) and a matrix (k and one
-// other dim) as one tl.dot: the vector padded to 16 rows (row 0 the vector,
-// the rest 0), the product's rows summed. Triton pipelines a loop's loads
+// A GEMV (dot_shape.h: gemv_shape) as one tl.dot: the vector padded to 16
+// rows (row 0 the vector, the rest 0), the product's rows summed. Triton pipelines a loop's loads
 // into tl.dot through shared memory, which a multiply and sum does not get:
 // such GEMVs streamed a 32 MiB weight ~5-10% faster on the H200
 // (bench/results/h200-2026-12-02-stream-forms). Which form is faster in a
@@ -381,16 +380,14 @@ std::string permuted(const std::string& text, const std::vector<size_t>& order) 
 // gemv_dot). nullopt when the contraction is not such a GEMV.
 std::optional<std::string> gemv_dot_form(KernelEmitter& k, const Value& a, const Value& b, const DimView& kv,
                                          DType dtype) {
-  if (dtype != DType::F16 && dtype != DType::BF16) return std::nullopt;
-  const bool a_is_vector = a.dims.size() == 1;
+  std::optional<GemvShape> shape = gemv_shape(a.dims, b.dims, kv.dim, dtype);
+  if (!shape) return std::nullopt;
+  const bool a_is_vector = shape->vector_first;
   const Value& vec = a_is_vector ? a : b;
   const Value& mat = a_is_vector ? b : a;
-  if (vec.dims.size() != 1 || mat.dims.size() != 2 || vec.dims[0].dim != kv.dim) return std::nullopt;
-  const size_t mat_k = mat.dims[0].dim == kv.dim ? 0 : 1;
-  if (mat.dims[mat_k].dim != kv.dim) return std::nullopt;
-  const DimView cols = mat.dims[1 - mat_k];
+  const size_t mat_k = shape->mat_k;
   k.gemv_dot_dim(kv);
-  k.gemv_dot_dim(cols);
+  k.gemv_dot_dim(shape->cols);
   auto half = [&](const Value& v) {
     return v.dtype == dtype ? atom(v.expr) : convert_text(v.expr, v.dtype, dtype);
   };

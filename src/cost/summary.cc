@@ -124,7 +124,8 @@ class Compiler {
     };
     // The emitter's rule (dot_shape.h): one tl.dot, a flattened run of dims
     // being one whole matrix dim of its tiles' product.
-    if (std::optional<DotShape> s = dot_shape(p_, live(a), live(b), kd)) {
+    const std::vector<DimView> la = live(a), lb = live(b);
+    if (std::optional<DotShape> s = dot_shape(p_, la, lb, kd)) {
       auto matrix = [&](const std::vector<DimView>& run) {
         if (run.size() == 1) return ref(run.front());
         DimRef r;
@@ -142,22 +143,16 @@ class Compiler {
       ks.dots.push_back(d);
       return;
     }
-    // A GEMV (the emitter's rule: a vector of k alone, a matrix of k and one
-    // other dim, a half-precision result): in its tl.dot form, one row
-    // (padded to the smallest dot) by k by the matrix's other dim.
-    std::vector<DimView> la = live(a), lb = live(b);
-    const std::vector<DimView>& vec = la.size() == 1 ? la : lb;
-    const std::vector<DimView>& mat = la.size() == 1 ? lb : la;
-    DType dtype = p_.type(n).get().tensor().dtype;
-    if ((dtype == DType::F16 || dtype == DType::BF16) && vec.size() == 1 && mat.size() == 2 && vec[0].dim == kd &&
-        (mat[0].dim == kd || mat[1].dim == kd)) {
+    // A GEMV (dot_shape.h: gemv_shape): in its tl.dot form, one row (padded
+    // to the smallest dot) by k by the matrix's other dim.
+    if (std::optional<GemvShape> g = gemv_shape(la, lb, kd, p_.type(n).get().tensor().dtype)) {
       ++out_.gemvs;
       if (gemv_dot_) {
         DotRow d;
         d.scope = scope;
         d.rows = DimRef{};  // one element
-        d.k = ref(vec[0]);
-        d.cols = ref(mat[0].dim == kd ? mat[1] : mat[0]);
+        d.k = ref(g->k);
+        d.cols = ref(g->cols);
         ks.dots.push_back(d);
         return;
       }

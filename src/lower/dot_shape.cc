@@ -30,6 +30,21 @@ bool matrix_dim(const Program& p, const std::vector<DimView>& run) {
 
 }  // namespace
 
+std::optional<GemvShape> gemv_shape(const std::vector<DimView>& a, const std::vector<DimView>& b, Symbol k,
+                                    DType dtype) {
+  if (dtype != DType::F16 && dtype != DType::BF16) return std::nullopt;
+  GemvShape s;
+  s.vector_first = a.size() == 1;
+  const std::vector<DimView>& vec = s.vector_first ? a : b;
+  const std::vector<DimView>& mat = s.vector_first ? b : a;
+  if (vec.size() != 1 || mat.size() != 2 || vec[0].dim != k) return std::nullopt;
+  s.mat_k = mat[0].dim == k ? 0 : 1;
+  if (mat[s.mat_k].dim != k) return std::nullopt;
+  s.k = vec[0];
+  s.cols = mat[1 - s.mat_k];
+  return s;
+}
+
 int64_t whole_tile(const Program& p, Symbol d) {
   const DimInfo* info = p.dims.find(d);
   if (!info || info->collected_from || info->extent < 1) return 0;

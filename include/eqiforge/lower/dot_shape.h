@@ -35,6 +35,22 @@ struct DotShape {
 std::optional<DotShape> dot_shape(const Program& p, const std::vector<DimView>& a, const std::vector<DimView>& b,
                                   Symbol k);
 
+// A contraction that dot_shape leaves to a multiply and sum but that has a
+// tl.dot form of its own (the emitter's GEMV_DOT, the cost model's
+// gemv_dot): a half-precision product over k of a vector (k alone) and a
+// matrix (k and one other dim), in either order; the vector is padded to
+// kMinDotTile rows.
+struct GemvShape {
+  bool vector_first = true;  // a is the vector
+  size_t mat_k = 0;          // k's position among the matrix's two dims
+  DimView k, cols;           // the vector's k, the matrix's other dim
+};
+
+// a and b as for dot_shape; `dtype` the contraction's result. nullopt when
+// it is not such a GEMV.
+std::optional<GemvShape> gemv_shape(const std::vector<DimView>& a, const std::vector<DimView>& b, Symbol k,
+                                    DType dtype);
+
 // The tile size of a whole dim with a static extent (next power of two);
 // 0 for a dim whose extent is not static.
 int64_t whole_tile(const Program& p, Symbol d);
