@@ -40,13 +40,16 @@ def load(path):
     return load_module(Path(path).read_text(), "spills_module")
 
 
+_BOOLS = {"True": True, "False": False}
+
+
 def parse_params(items):
     """forward's keyword arguments from name=value items (integers, True or
     False (a launch form), but input_precision's text)."""
     out = {}
     for item in items:
         k, _, v = item.partition("=")
-        out[k] = v if k == "input_precision" else {"True": True, "False": False}.get(v) if v in ("True", "False") else int(v)
+        out[k] = v if k == "input_precision" else _BOOLS[v] if v in _BOOLS else int(v)
     return out
 
 
