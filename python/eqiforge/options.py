@@ -82,6 +82,11 @@ class Options:
     # estimate 5-30 % slower than their whole searches). 0: only after a
     # limit.
     cut_compare_ops: int = 14
+    # After a partitioned program's subgraphs are tuned, join consecutive
+    # ones whose boundary the consumer can take tile by tile from the
+    # producer (runtime/cut_fusion.py): one kernel where the cut was, kept
+    # only if it verifies and measures faster than the subgraphs apart.
+    fuse_cuts: bool = True
     # Progress on stderr: 0/False quiet, 1/True stages and best-so-far,
     # 2 also every candidate and configuration.
     verbose: int = 0
@@ -124,6 +129,7 @@ class Options:
             "memory_limit_mb": self.memory_limit_mb,
             "partition_ops": self.partition_ops,
             "cut_compare_ops": self.cut_compare_ops,
+            "fuse_cuts": self.fuse_cuts,
             "block_sizes": list(self.block_sizes),
             "num_warps": list(self.num_warps),
             "num_stages": list(self.num_stages),
@@ -191,7 +197,7 @@ def _check(name: str, v: Any) -> Any:
         if v is not None and not isinstance(v, (str, os.PathLike)):
             raise _fail(name, "a path (str or os.PathLike) or None", v)
         return v
-    if name in ("cache", "cuda_graphs", "baselines"):
+    if name in ("cache", "cuda_graphs", "baselines", "fuse_cuts"):
         if not isinstance(v, bool):
             raise _fail(name, "True or False", v)
         return v

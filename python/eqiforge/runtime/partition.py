@@ -22,9 +22,10 @@ are chained into one callable with the original signature.
   function itself on fresh inputs.
 - **Refinement**: a subgraph whose search finds no candidate is partitioned
   again with half the bound, down to single operators.
-- Boundaries are materialized tensors in global memory. Lazy composition
-  through boundary types (a producer's tiles feeding the consumer directly,
-  which is where cross-component fusion comes from) is not built yet.
+- Boundaries are materialized tensors in global memory, except where
+  fusion across cuts (``cut_fusion``, option ``fuse_cuts``) joins
+  consecutive tuned subgraphs whose consumer takes the producer's tiles
+  directly: one kernel where the cut was.
 """
 
 from __future__ import annotations
@@ -456,6 +457,10 @@ class Piece:
     kernels: list = field(default_factory=list)   # KernelInfo
     tuning: dict = field(default_factory=dict)    # the tuner's TuneStats.to_json()
     search: dict = field(default_factory=dict)    # extraction's statistics
+    time_s: float | None = None                   # the tuner's measurement of the chosen configuration (GPU)
+    # The high-level program the piece was tuned for (its names are those of
+    # `program`'s inputs and outputs; a reused piece serves others positionally).
+    subgraph_program: str | None = None
 
 
 @dataclass
@@ -496,6 +501,8 @@ class PartitionStats:
     tune_s: float = 0.0
     reason: str = ""
     per_subgraph: list[dict] = field(default_factory=list)
+    # Groups of consecutive subgraphs fusion across cuts tried (cut_fusion).
+    fused: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return dict(vars(self))
@@ -565,6 +572,14 @@ class PartitionedSearch:
                                                 "candidates": piece.candidates,
                                                 "nested": piece.nested is not None})
             steps.append(Step(sg, piece))
+        if depth == 0 and self.opts.fuse_cuts and len(steps) > 1:
+            from .cut_fusion import CutFusion
+
+            args_of = {("input", i): t for i, t in enumerate(example_inputs)}
+            args_of.update({("boundary", b): t for b, t in enumerate(boundary)})
+            fusion = CutFusion(self)
+            steps = fusion.run(plan, steps, args_of)
+            self.stats.fused = fusion.log
         return Composed(plan, steps)
 
     def _tune(self, sg: SubgraphInfo, ir: IRProgram, args: list[torch.Tensor], outs, depth: int) -> Piece:
@@ -608,7 +623,7 @@ class PartitionedSearch:
         return Piece(sg.hash, runner, best.module, best.candidate.source, params, best.candidate.program,
                      estimate_s=best.candidate.estimate_s, candidates=len(found.candidates), search_s=search_s,
                      tune_s=tune_s, error=best.error, kernels=kernels, tuning=result.stats.to_json(),
-                     search=dict(found.stats))
+                     search=dict(found.stats), time_s=best.time_s, subgraph_program=sg.program)
 
     def _refine(self, sg: SubgraphInfo, args, depth: int, search_s: float, why: str) -> Piece:
         bound = max(1, sg.ops // 2)

@@ -162,9 +162,12 @@ _LIMITS = {"node_limit": "--node-limit", "search_time_s": "--sat-time-limit", "e
            "memory_limit_mb": "--memory-limit"}
 
 
-def find_candidates(ir_text: str, options: Options, target: str, file: str = "<program>") -> SearchResult:
+def find_candidates(ir_text: str, options: Options, target: str, file: str = "<program>",
+                    rules: str | None = None) -> SearchResult:
     """Saturates, extracts and ranks: the top `options.top_k` tiled programs for
-    `target`, best static estimate first."""
+    `target`, best static estimate first. `rules`: a registered rule set to
+    saturate with instead of the library's schedule (`structural` for a
+    program that is already tiled: cut_fusion's composed pieces)."""
     path, verbs = _cli_verbs()
     if "extract" not in verbs:
         raise MissingPieceError("extraction", f"{path or 'eqiforge-opt'} has no `extract` verb"
@@ -176,6 +179,8 @@ def find_candidates(ir_text: str, options: Options, target: str, file: str = "<p
     args = [path, "extract", "-", "--mode", options.extract_mode, "--top", str(fetch), "--json", "--programs"]
     if "--target" in accepted:
         args += ["--target", target]
+    if rules is not None:
+        args += ["--rules", rules]
     defaults = Options()
     for name, flag in _LIMITS.items():
         if flag in accepted:

@@ -1,0 +1,346 @@
+"""Fusion across a partition's cuts (DESIGN §5, "large programs": composition
+without materialized boundaries).
+
+A partitioned program runs its subgraphs one after another, each boundary a
+tensor in global memory and every subgraph at least one kernel of its own.
+Where a consumer reads a boundary tile by tile over the same axes its
+producer wrote it with, the two tuned programs can be one: ``eqiforge-opt
+compose`` joins the producer's and the consumer's tiled programs (the
+chosen candidates) and feeds the consumer the producer's tiles directly
+((partition a d (combine a d X)) is X), and extraction over that composed
+program with the structural rules alone (a small e-graph: both pieces are
+tiled already) forms the kernels, one where the cut was.
+
+``fuse_cuts`` walks the subgraphs in execution order and grows a group
+while the next subgraph reads a boundary of the group, the composition
+feeds at least one boundary tile by tile, and the composed program's best
+static estimate is below the sum of the group's and the subgraph's. Each
+group of two or more subgraphs is then tuned like a subgraph (every
+configuration verified against its reference, the group's high-level
+programs composed and evaluated in PyTorch) and replaces its members only
+if it verifies and, on a GPU, measures faster than they did together.
+Groups of the same member subgraphs wired the same way (the two
+connections of an mHC layer) are searched and tuned once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from . import search
+
+
+def compose_programs(producer: str, consumer: str, keep: list[str], name: str) -> tuple[str, list[str]]:
+    """``eqiforge-opt compose``: one program from two that meet at boundary
+    tensors; returns it and the boundaries the consumer takes tile by tile."""
+    path, verbs = search._cli_verbs()
+    if "compose" not in verbs:
+        raise search.MissingPieceError("composition across cuts", f"{path} has no `compose` verb"
+                                       if path else "the eqiforge-opt command was not found")
+    files = []
+    try:
+        for text in (producer, consumer):
+            with tempfile.NamedTemporaryFile("w", suffix=".eqf", delete=False) as f:
+                f.write(text)
+            files.append(f.name)
+        args = [path, "compose", files[0], files[1], "--json", "--name", name]
+        for k in keep:
+            args += ["--keep", k]
+        out = json.loads(search._run_cli(args, "eqiforge-opt compose"))
+    finally:
+        for f in files:
+            os.unlink(f)
+    return str(out["program"]), [str(b) for b in out["fused"]]
+
+
+@dataclass
+class _Group:
+    """Consecutive steps joined so far: their composed high-level program
+    (the reference), the composed tiled program (extraction's best for it)
+    and its estimate."""
+
+    steps: list          # partition.Step
+    program: str         # high-level
+    tiled: str
+    estimate_s: float
+    kernels: int
+    fused: list[str] = field(default_factory=list)
+    found: Any = None    # the last extraction (None for a single step)
+    wiring: list = field(default_factory=list)
+    searched: str = ""   # the program `found` extracted from (its names may be another group's)
+
+
+def _names(text: str) -> tuple[list[str], list[str]]:
+    from .partition import IRProgram
+
+    ir = IRProgram(text)
+    return [n for n, _, _ in ir.inputs], [n for n, _ in ir.outputs]
+
+
+_TOKEN = re.compile(r"[()\[\]]|[^\s()\[\]]+")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+_DTYPES = {"f16", "bf16", "f32", "f64", "i32", "bool"}  # the IR's (ir/dtype.cc)
+
+
+def _rename_map(old: str, new: str) -> dict[str, str] | None:
+    """The renaming that turns program text `old` into `new` (inputs,
+    outputs, dims, lets), when the two are the same program up to names, as
+    subgraphs of one structural hash are: None otherwise."""
+    a, b = _TOKEN.findall(old), _TOKEN.findall(new)
+    if len(a) != len(b):
+        return None
+    forward: dict[str, str] = {}
+    backward: dict[str, str] = {}
+    heads: list[str] = []  # the head of each open list
+    for i, (x, y) in enumerate(zip(a, b)):
+        head = i > 0 and a[i - 1] == "("
+        if head:
+            heads.append(x)
+        elif x == ")" and heads:
+            heads.pop()
+        if x == y and x not in forward:
+            continue
+        # Op and keyword heads (but a dim's name in (dims (e 4))), dtypes and
+        # literals are structure, not names.
+        if head and not (len(heads) > 1 and heads[-2] == "dims") or x in _DTYPES or y in _DTYPES:
+            return None
+        if not (_NAME.fullmatch(x) and _NAME.fullmatch(y)):
+            return None
+        if forward.setdefault(x, y) != y or backward.setdefault(y, x) != x:
+            return None
+    return {x: y for x, y in forward.items() if x != y}
+
+
+def _renamed(text: str, mapping: dict[str, str]) -> str | None:
+    """`text` with the names of `mapping` replaced, also as the dim of an
+    axis (`e.0`). None when a new name is already used in `text` for
+    something else (a tiled program's own lets and kernel-private dims)."""
+    if not mapping:
+        return text
+    used = set(_NAME.findall(text))
+    if (set(mapping.values()) - set(mapping)) & used:
+        return None
+    pattern = re.compile(r"(?<![\w%])(" + "|".join(map(re.escape, sorted(mapping, key=len, reverse=True))) +
+                         r")(?!\w)")
+    return pattern.sub(lambda m: mapping[m.group(1)], text)
+
+
+def _kernel_count(piece) -> int:
+    return len(piece.kernels) if piece.kernels else 1
+
+
+class CutFusion:
+    """Runs fuse_cuts for one PartitionedSearch (its options, target and
+    progress), keeping the groups it tuned by their key."""
+
+    def __init__(self, searcher):
+        self.searcher = searcher
+        self.tuned: dict[str, Any] = {}       # group key -> Piece, or None when it did not pay
+        self.found: dict[str, Any] = {}       # extension key -> (tiled, estimate, kernels, fused, found) or None
+        self.log: list[dict] = []
+
+    # -- grouping (static) --
+
+    @staticmethod
+    def _needed_elsewhere(plan, members: set[int], out_names: dict) -> list[str]:
+        """The group's outputs that someone outside it reads (a later
+        subgraph, or the program's caller): they stay outputs."""
+        return [name for name, (orig, b) in out_names.items()
+                if orig is not None or (b is not None and any(c not in members for c in plan.boundaries[b].consumers))]
+
+    def _extend(self, plan, group: _Group, step, out_names: dict) -> _Group | None:
+        """The group with `step` joined, or None when joining does not pay."""
+        sg, piece = step.subgraph, step.piece
+        members = {s.subgraph.index for s in group.steps} | {sg.index}
+        ins, _ = _names(sg.program)
+        produced = {n for n, (_, b) in out_names.items() if b is not None}
+        if not any(n in produced for n in ins):
+            return None
+        keep = self._needed_elsewhere(plan, members, out_names)
+        wiring = group.wiring + [(sg.hash, sorted(ins.index(n) for n in ins if n in produced),
+                                  sorted(k for k, n in enumerate(out_names) if n in keep))]
+        own = self._own_program(step)
+        if own is None:
+            return None
+        try:
+            tiled, fused = compose_programs(group.tiled, own, keep, "group")
+        except ValueError as e:  # the core's IRError: the two do not compose (names, types)
+            self.searcher._info(f"fusing across cuts: {sg.name} not composed with the subgraphs before it: "
+                                f"{str(e).splitlines()[0]}")
+            return None
+        if not fused:
+            return None
+        # The search of a composition is kept by its structure (the members'
+        # hashes and wiring): a later group like it takes the best program
+        # under its own names.
+        key = json.dumps([[s.subgraph.hash for s in group.steps], wiring])
+        if key not in self.found:
+            self.found[key] = self._search(tiled, group.estimate_s + piece.estimate_s)
+        hit = self.found[key]
+        if hit is None:
+            return None
+        best, found, searched = hit
+        mapping = _rename_map(searched, tiled)
+        best = None if mapping is None else _renamed(best.program, mapping)
+        if best is None:
+            return None
+        program, _ = compose_programs(group.program, sg.program, keep, "group")
+        kernels = len(hit[0].kernels) if hit[0].kernels else 1
+        return _Group(group.steps + [step], program, best, hit[0].estimate_s, kernels, group.fused + fused, found,
+                      wiring, searched)
+
+    @staticmethod
+    def _own_program(step) -> str | None:
+        """The step's tiled program under its own subgraph's names (a piece
+        reused from an identical subgraph has that one's)."""
+        sg, piece = step.subgraph, step.piece
+        mapping = _rename_map(piece.subgraph_program or sg.program, sg.program)
+        return None if mapping is None else _renamed(piece.program, mapping)
+
+    def _search(self, tiled: str, before_s: float):
+        """Extraction over a composed tiled program (structural rules only):
+        (best candidate, the search, the program searched), or None when its
+        best estimate is not below `before_s`."""
+        s = self.searcher
+        found = search.find_candidates(tiled, s.opts, s.target, file="<fused cut>", rules="structural")
+        if not found.candidates or found.candidates[0].estimate_s is None:
+            return None
+        if found.candidates[0].estimate_s >= before_s:
+            return None
+        return found.candidates[0], found, tiled
+
+    def groups(self, plan, steps: list) -> list[_Group]:
+        out: list[_Group] = []
+        group: _Group | None = None
+        out_names: dict = {}
+        for step in steps:
+            piece = step.piece
+            joinable = piece.nested is None and piece.program is not None and piece.estimate_s is not None
+            if group is not None and joinable:
+                joined = self._extend(plan, group, step, out_names)
+                if joined is not None:
+                    group = joined
+                    _, outs = _names(step.subgraph.program)
+                    out_names.update(zip(outs, step.subgraph.outputs))
+                    continue
+            if group is not None:
+                out.append(group)
+            if not joinable:
+                out.append(_Group([step], step.subgraph.program, "", 0.0, 0))
+                group, out_names = None, {}
+                continue
+            _, outs = _names(step.subgraph.program)
+            out_names = dict(zip(outs, step.subgraph.outputs))
+            own = self._own_program(step)
+            if own is None:
+                out.append(_Group([step], step.subgraph.program, "", 0.0, 0))
+                group, out_names = None, {}
+                continue
+            group = _Group([step], step.subgraph.program, own, piece.estimate_s, _kernel_count(piece))
+        if group is not None:
+            out.append(group)
+        return out
+
+    # -- tuning a group --
+
+    def _step_of(self, plan, group: _Group, args_of: dict, key: str):
+        """The group as one Step (or None when it does not verify or pay)."""
+        from .partition import IRProgram, Step, SubgraphInfo
+
+        first = group.steps[0].subgraph
+        in_of, out_of = {}, {}
+        for st in group.steps:
+            ins, outs = _names(st.subgraph.program)
+            in_of.update(zip(ins, st.subgraph.inputs))
+            out_of.update(zip(outs, st.subgraph.outputs))
+        ins, outs = _names(group.program)
+        if (ins, outs) != _names(group.tiled):
+            return None
+        info = SubgraphInfo(first.index, "+".join(st.subgraph.name for st in group.steps),
+                            "f" + hashlib.sha1(key.encode()).hexdigest()[:15],
+                            sum(st.subgraph.ops for st in group.steps),
+                            [n for st in group.steps for n in st.subgraph.op_names], group.program,
+                            [in_of[n] for n in ins], [out_of[n] for n in outs])
+        piece = self.tuned.get(key, False)
+        if piece is False:
+            if _names(group.searched) != (ins, outs):
+                # The search came from a group like this one under other
+                # names: the candidates are searched again under these.
+                s = self.searcher
+                group.found = search.find_candidates(group.tiled, s.opts, s.target, file="<fused cut>",
+                                                     rules="structural")
+            args = [args_of[src] for src in info.inputs]
+            piece = self._tune(info, IRProgram(group.program), args, group)
+            self.tuned[key] = piece
+        return None if piece is None else Step(info, piece)
+
+    def _tune(self, info, ir, args, group: _Group):
+        from .launch import Binding, make_runner
+        from .partition import Piece, subgraph_frontend
+        from .search import kernels_of_module, merge_kernel_info
+        from .tuner import NoValidCandidate, Tuner
+
+        s = self.searcher
+        with torch.no_grad():
+            outs = ir(*args)
+        fe = subgraph_frontend(ir, info.program, outs)
+        start = time.monotonic()
+        make = s.tuner_factory or Tuner
+        try:
+            result = make(Binding(fe), ir, tuple(args), group.found.candidates, s.opts, interpret=s.interpret,
+                          progress=s.progress, module_dir=s.module_dir).run()
+        except NoValidCandidate as e:
+            s._info(f"fusing {info.name}: no candidate verified ({str(e).splitlines()[0]}); kept apart")
+            return None
+        tune_s = time.monotonic() - start
+        s.stats.tune_s += tune_s
+        best = result.best
+        before = [st.piece.time_s for st in group.steps]
+        if best.time_s is not None and all(t is not None for t in before) and best.time_s >= sum(before):
+            s._info(f"fusing {info.name}: {best.time_s * 1e6:.1f} µs, not below the subgraphs' "
+                    f"{sum(before) * 1e6:.1f} µs; kept apart")
+            return None
+        params = best.config.params()
+        runner, _ = make_runner(best.module, params, list(args), lean=not s.interpret, cuda_graphs=False,
+                                bound=[False] * len(args))
+        kernels = merge_kernel_info(best.candidate.kernels, kernels_of_module(best.module, best.candidate.source))
+        return Piece(info.hash, runner, best.module, best.candidate.source, params, best.candidate.program,
+                     estimate_s=best.candidate.estimate_s, candidates=len(group.found.candidates), tune_s=tune_s,
+                     error=best.error, kernels=kernels, tuning=result.stats.to_json(), search=dict(group.found.stats),
+                     time_s=best.time_s, subgraph_program=info.program)
+
+    def run(self, plan, steps: list, args_of: dict) -> list:
+        """The steps with fused groups in place of their members. `args_of`:
+        ("input", i) / ("boundary", b) -> an example tensor."""
+        out = []
+        for group in self.groups(plan, steps):
+            if len(group.steps) == 1:
+                out.append(group.steps[0])
+                continue
+            key = json.dumps([[st.subgraph.hash for st in group.steps], group.wiring])
+            names = " + ".join(st.subgraph.name for st in group.steps)
+            kernels_before = sum(_kernel_count(st.piece) for st in group.steps)
+            estimate_before = sum(st.piece.estimate_s or 0.0 for st in group.steps)
+            self.searcher._info(
+                f"fusing across cuts: {names}: {kernels_before} kernels -> {group.kernels}, estimate "
+                f"{estimate_before * 1e6:.1f} -> {group.estimate_s * 1e6:.1f} µs (boundaries fed tile by tile: "
+                f"{', '.join(group.fused)})")
+            step = self._step_of(plan, group, args_of, key)
+            before = [st.piece.time_s for st in group.steps]
+            self.log.append({"subgraphs": [st.subgraph.index for st in group.steps], "fused": group.fused,
+                             "kernels": [kernels_before, group.kernels],
+                             "estimate_s": [estimate_before, group.estimate_s],
+                             "time_s": [sum(before) if all(t is not None for t in before) else None,
+                                        step.piece.time_s if step else None],
+                             "kept": step is not None})
+            out.extend([step] if step is not None else group.steps)
+        return out

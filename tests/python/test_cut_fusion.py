@@ -1,0 +1,81 @@
+"""Fusion across a partition's cuts (runtime/cut_fusion.py): consecutive
+tuned subgraphs whose consumer takes the producer's tiles directly become
+one program, verified like any other, on the CPU with Triton's interpreter."""
+
+import warnings
+
+import pytest
+import torch
+
+import eqiforge
+from eqiforge.api import InterpreterWarning
+from eqiforge.runtime import partition as P
+from eqiforge.runtime.cut_fusion import _rename_map, _renamed
+
+FAST = dict(cache=False, search_time_s=3.0, extract_time_s=10.0, baselines=False)
+
+
+def rel_l2(got, want):
+    got, want = got.double(), want.double()
+    return (torch.linalg.vector_norm(got - want) / torch.linalg.vector_norm(want)).item()
+
+
+def rows(x):
+    """Normalize each row, square it, three times: a chain of row reductions
+    (like mHC's Sinkhorn iterations) that a bound of a few operators cuts
+    into pieces of one kernel each, over the same row tiles."""
+    p = x
+    for _ in range(3):
+        p = p / p.sum(-1, keepdim=True)
+        p = p * p
+    return p
+
+
+def test_a_renaming_between_programs_equal_up_to_names():
+    a = "(program p (dims (m 4) (e 2)) (input x f16 [m e]) (let t (sum e x)) (output y [m] t))"
+    b = "(program q (dims (m 4) (h 2)) (input z f16 [m h]) (let t (sum h z)) (output w [m] t))"
+    mapping = _rename_map(a, b)
+    assert mapping == {"p": "q", "e": "h", "x": "z", "y": "w"}
+    tiled = "(program p (dims (m 4) (e 2)) (input x f16 [m e]) (output y [m] (combine m.0 m (sum e (partition m.0 m x)))))"
+    assert _renamed(tiled, {"m": "n", "x": "z"}) == \
+        "(program p (dims (n 4) (e 2)) (input z f16 [n e]) (output y [n] (combine n.0 n (sum e (partition n.0 n z)))))"
+    # A structure that differs is no renaming; nor is a new name the text already uses.
+    assert _rename_map(a, b.replace("(sum h z)", "(max h z)")) is None
+    assert _renamed(tiled, {"x": "y"}) is None
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_a_chain_cut_into_pieces_runs_as_one_kernel(fuse):
+    x = 0.5 + torch.rand(8, 4, 4, generator=torch.Generator().manual_seed(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InterpreterWarning)
+        fast = eqiforge.optimize(rows, x, partition_ops=4, fuse_cuts=fuse, **FAST)
+    assert isinstance(fast, P.ComposedProgram)
+    assert fast.stats.subgraphs >= 3
+    other = 0.5 + torch.rand(8, 4, 4, generator=torch.Generator().manual_seed(4))
+    assert rel_l2(fast(other), rows(other)) <= 1e-4
+    if not fuse:
+        assert fast.stats.fused == [] and len(fast.composed.steps) == fast.stats.subgraphs
+        return
+    kept = [g for g in fast.stats.fused if g["kept"]]
+    assert kept, fast.stats.fused
+    first = kept[0]
+    assert len(first["subgraphs"]) >= 2 and first["fused"]
+    assert first["kernels"][1] < first["kernels"][0]
+    assert first["estimate_s"][1] < first["estimate_s"][0]
+    assert len(fast.composed.steps) < fast.stats.subgraphs
+
+
+def test_a_fused_program_saves_and_runs(tmp_path):
+    x = 0.5 + torch.rand(8, 4, 4, generator=torch.Generator().manual_seed(5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InterpreterWarning)
+        fast = eqiforge.optimize(rows, x, partition_ops=4, **FAST)
+    path = fast.save(tmp_path / "rows.py")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("saved_rows", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    got = module.run(x.reshape(8, 4, 4))[0]
+    assert rel_l2(got.reshape(8, 4, 4), rows(x)) <= 1e-4
