@@ -1156,8 +1156,8 @@ def _recording_search():
     calls: list = []
     original = search.find_candidates
 
-    def recorded(ir_text, options, target, file="<program>"):
-        found = original(ir_text, options, target, file=file)
+    def recorded(ir_text, options, target, file="<program>", rules=None):
+        found = original(ir_text, options, target, file=file, rules=rules)
         calls.append((ir_text, found))
         return found
 
