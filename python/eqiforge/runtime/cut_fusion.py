@@ -134,6 +134,14 @@ def _renamed(text: str, mapping: dict[str, str]) -> str | None:
     return pattern.sub(lambda m: mapping[m.group(1)], text)
 
 
+# A group's first subgraph is composed as its chosen program and this many
+# of its search's next candidates, each against the consumer's chosen one
+# and its next candidates (Piece.alternatives): each composition costs a few
+# milliseconds, and an extraction (small: both sides are tiled) where it
+# feeds a boundary tile by tile.
+_PRODUCER_ALTERNATIVES = 2
+
+
 def _kernel_count(piece) -> int:
     return len(piece.kernels) if piece.kernels else 1
 
@@ -168,55 +176,77 @@ class CutFusion:
         keep = self._needed_elsewhere(plan, members, out_names)
         wiring = group.wiring + [(sg.hash, sorted(ins.index(n) for n in ins if n in produced),
                                   sorted(k for k, n in enumerate(out_names) if n in keep))]
-        own = self._own_program(step)
-        if own is None:
-            return None
-        try:
-            tiled, fused = compose_programs(group.tiled, own, keep, "group")
-        except ValueError as e:  # the core's IRError: the two do not compose (names, types)
-            self.searcher._info(f"fusing across cuts: {sg.name} not composed with the subgraphs before it: "
-                                f"{str(e).splitlines()[0]}")
-            return None
-        if not fused:
-            return None
         # The search of a composition is kept by its structure (the members'
         # hashes and wiring): a later group like it takes the best program
         # under its own names.
         key = json.dumps([[s.subgraph.hash for s in group.steps], wiring])
+        producers = [group.tiled] if len(group.steps) > 1 else \
+            self._programs(group.steps[0])[:1 + _PRODUCER_ALTERNATIVES]
+        consumers = self._programs(step)
         if key not in self.found:
-            self.found[key] = self._search(tiled, group.estimate_s + piece.estimate_s)
+            self.found[key] = self._best_composition(producers, consumers, keep, group.estimate_s + piece.estimate_s,
+                                                     sg.name)
         hit = self.found[key]
         if hit is None:
             return None
-        best, found, searched = hit
+        best, found, searched, (i, j) = hit
+        if i >= len(producers) or j >= len(consumers):
+            return None
+        try:
+            tiled, fused = compose_programs(producers[i], consumers[j], keep, "group")
+        except ValueError:
+            return None
         mapping = _rename_map(searched, tiled)
-        best = None if mapping is None else _renamed(best.program, mapping)
-        if best is None:
+        renamed = None if mapping is None else _renamed(best.program, mapping)
+        if renamed is None:
             return None
         program, _ = compose_programs(group.program, sg.program, keep, "group")
-        kernels = len(hit[0].kernels) if hit[0].kernels else 1
-        return _Group(group.steps + [step], program, best, hit[0].estimate_s, kernels, group.fused + fused, found,
+        kernels = len(best.kernels) if best.kernels else 1
+        return _Group(group.steps + [step], program, renamed, best.estimate_s, kernels, group.fused + fused, found,
                       wiring, searched)
 
     @staticmethod
-    def _own_program(step) -> str | None:
-        """The step's tiled program under its own subgraph's names (a piece
-        reused from an identical subgraph has that one's)."""
+    def _programs(step) -> list[str]:
+        """The step's tiled programs under its own subgraph's names (a piece
+        reused from an identical subgraph has that one's): the chosen one,
+        then the search's next candidates, which may read or write the
+        boundary over the tiles a neighbour needs."""
         sg, piece = step.subgraph, step.piece
         mapping = _rename_map(piece.subgraph_program or sg.program, sg.program)
-        return None if mapping is None else _renamed(piece.program, mapping)
+        if mapping is None:
+            return []
+        out = []
+        for text in [piece.program] + list(piece.alternatives):
+            renamed = _renamed(text, mapping)
+            if renamed is not None and renamed not in out:
+                out.append(renamed)
+        return out
 
-    def _search(self, tiled: str, before_s: float):
-        """Extraction over a composed tiled program (structural rules only):
-        (best candidate, the search, the program searched), or None when its
-        best estimate is not below `before_s`."""
+    def _best_composition(self, producers: list[str], consumers: list[str], keep: list[str], before_s: float,
+                          name: str):
+        """The best extraction over the compositions of a producer and a
+        consumer program that feed a boundary tile by tile: (best candidate,
+        the search, the program searched, (producer, consumer) indices), or
+        None when no estimate is below `before_s`."""
         s = self.searcher
-        found = search.find_candidates(tiled, s.opts, s.target, file="<fused cut>", rules="structural")
-        if not found.candidates or found.candidates[0].estimate_s is None:
-            return None
-        if found.candidates[0].estimate_s >= before_s:
-            return None
-        return found.candidates[0], found, tiled
+        best = None
+        for i, producer in enumerate(producers):
+            for j, consumer in enumerate(consumers):
+                try:
+                    tiled, fused = compose_programs(producer, consumer, keep, "group")
+                except ValueError as e:  # the core's IRError: the two do not compose (names, types)
+                    s._info(f"fusing across cuts: {name} not composed with the subgraphs before it: "
+                            f"{str(e).splitlines()[0]}")
+                    continue
+                if not fused:
+                    continue
+                found = search.find_candidates(tiled, s.opts, s.target, file="<fused cut>", rules="structural")
+                if not found.candidates or found.candidates[0].estimate_s is None:
+                    continue
+                top = found.candidates[0]
+                if top.estimate_s < before_s and (best is None or top.estimate_s < best[0].estimate_s):
+                    best = (top, found, tiled, (i, j))
+        return best
 
     def groups(self, plan, steps: list) -> list[_Group]:
         out: list[_Group] = []
@@ -240,12 +270,12 @@ class CutFusion:
                 continue
             _, outs = _names(step.subgraph.program)
             out_names = dict(zip(outs, step.subgraph.outputs))
-            own = self._own_program(step)
-            if own is None:
+            own = self._programs(step)
+            if not own:
                 out.append(_Group([step], step.subgraph.program, "", 0.0, 0))
                 group, out_names = None, {}
                 continue
-            group = _Group([step], step.subgraph.program, own, piece.estimate_s, _kernel_count(piece))
+            group = _Group([step], step.subgraph.program, own[0], piece.estimate_s, _kernel_count(piece))
         if group is not None:
             out.append(group)
         return out

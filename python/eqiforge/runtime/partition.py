@@ -461,6 +461,9 @@ class Piece:
     # The high-level program the piece was tuned for (its names are those of
     # `program`'s inputs and outputs; a reused piece serves others positionally).
     subgraph_program: str | None = None
+    # The search's next candidates (tiled programs, best first): fusion
+    # across cuts also tries them where the chosen one does not fuse.
+    alternatives: list = field(default_factory=list)
 
 
 @dataclass
@@ -623,7 +626,8 @@ class PartitionedSearch:
         return Piece(sg.hash, runner, best.module, best.candidate.source, params, best.candidate.program,
                      estimate_s=best.candidate.estimate_s, candidates=len(found.candidates), search_s=search_s,
                      tune_s=tune_s, error=best.error, kernels=kernels, tuning=result.stats.to_json(),
-                     search=dict(found.stats), time_s=best.time_s, subgraph_program=sg.program)
+                     search=dict(found.stats), time_s=best.time_s, subgraph_program=sg.program,
+                     alternatives=[c.program for c in found.candidates if c.program != best.candidate.program][:_ALTERNATIVES])
 
     def _refine(self, sg: SubgraphInfo, args, depth: int, search_s: float, why: str) -> Piece:
         bound = max(1, sg.ops // 2)
@@ -639,6 +643,11 @@ class PartitionedSearch:
         nested = self.compose(plan, list(args), depth + 1)
         return Piece(sg.hash, nested, nested=nested, search_s=search_s,
                      candidates=sum(s.piece.candidates for s in nested.steps))
+
+
+# Candidates of each subgraph besides the chosen one that fusion across cuts
+# may compose with its neighbours (cut_fusion bounds the pairs it tries).
+_ALTERNATIVES = 8
 
 
 def static_estimate(searcher: PartitionedSearch, plan: Plan) -> float | None:
