@@ -79,3 +79,19 @@ def test_a_fused_program_saves_and_runs(tmp_path):
     spec.loader.exec_module(module)
     got = module.run(x.reshape(8, 4, 4))[0]
     assert rel_l2(got.reshape(8, 4, 4), rows(x)) <= 1e-4
+
+
+def test_a_reused_piece_offers_its_chosen_program_then_its_alternatives_under_each_subgraphs_names():
+    from eqiforge.runtime.cut_fusion import CutFusion
+
+    first = "(program a (dims (m 4) (e 2)) (input x f16 [m e]) (let t (sum e x)) (output y [m] t))"
+    later = "(program b (dims (m 4) (h 2)) (input z f16 [m h]) (let t (sum h z)) (output w [m] t))"
+    chosen = "(program a (dims (m 4) (e 2)) (input x f16 [m e]) (output y [m] (combine m.0 m (sum e (partition m.0 m x)))))"
+    other = "(program a (dims (m 4) (e 2)) (input x f16 [m e]) (output y [m] (sum e x)))"
+    piece = P.Piece("h", None, program=chosen, subgraph_program=first, alternatives=[chosen, other])
+    info = P.SubgraphInfo(1, "b", "h", 1, ["sum"], later, [("input", 0)], [(0, None)])
+    programs = CutFusion._programs(P.Step(info, piece))
+    assert programs == [
+        "(program b (dims (m 4) (h 2)) (input z f16 [m h]) (output w [m] (combine m.0 m (sum h (partition m.0 m z)))))",
+        "(program b (dims (m 4) (h 2)) (input z f16 [m h]) (output w [m] (sum h z)))",
+    ]
