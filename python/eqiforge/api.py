@@ -348,6 +348,14 @@ def compile_partitioned(fe, fn, example_inputs: tuple, opts: Options, progress: 
     timings: dict[str, float | None] = {}
     notes = [f"partitioned into {len(plan.subgraphs)} subgraphs ({plan.distinct()} distinct, "
              f"{plan.boundary_bytes} bytes through materialized boundaries): {why}"]
+    for g in searcher.stats.fused:
+        times = g["time_s"]
+        measured = (f"; measured {format_time(times[0])} -> {format_time(times[1])}"
+                    if None not in times else "")
+        notes.append(f"fusion across cuts: subgraphs {', '.join(map(str, g['subgraphs']))} "
+                     f"{'joined' if g['kept'] else 'kept apart'} ({len(g['fused'])} boundaries fed tile by tile): "
+                     f"{g['kernels'][0]} kernels -> {g['kernels'][1]}, estimate {format_time(g['estimate_s'][0])} -> "
+                     f"{format_time(g['estimate_s'][1])}{measured}")
     if not interpret:
         timings["triton"] = do_bench_timer(lambda: composed(*inputs), 100.0)
         if opts.baselines:

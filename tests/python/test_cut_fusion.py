@@ -64,6 +64,9 @@ def test_a_chain_cut_into_pieces_runs_as_one_kernel(fuse):
     assert first["kernels"][1] < first["kernels"][0]
     assert first["estimate_s"][1] < first["estimate_s"][0]
     assert len(fast.composed.steps) < fast.stats.subgraphs
+    # The report says what was joined.
+    assert any(n.startswith(f"fusion across cuts: subgraphs {', '.join(map(str, first['subgraphs']))} joined")
+               for n in fast.report.notes), fast.report.notes
 
 
 def test_a_fused_program_saves_and_runs(tmp_path):

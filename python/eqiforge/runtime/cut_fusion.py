@@ -296,7 +296,8 @@ class CutFusion:
         if (ins, outs) != _names(group.tiled):
             return None
         info = SubgraphInfo(first.index, "+".join(st.subgraph.name for st in group.steps),
-                            "f" + hashlib.sha1(key.encode()).hexdigest()[:15],
+                            # "g": never a subgraph's structural hash (hex digits)
+                            "g" + hashlib.sha1(key.encode()).hexdigest()[:15],
                             sum(st.subgraph.ops for st in group.steps),
                             [n for st in group.steps for n in st.subgraph.op_names], group.program,
                             [in_of[n] for n in ins], [out_of[n] for n in outs])

@@ -583,6 +583,8 @@ class PartitionedSearch:
             fusion = CutFusion(self)
             steps = fusion.run(plan, steps, args_of)
             self.stats.fused = fusion.log
+            # The groups' pieces count in the report's search and tuning totals.
+            self.pieces.update({p.hash: p for p in fusion.tuned.values() if p is not None})
         return Composed(plan, steps)
 
     def _tune(self, sg: SubgraphInfo, ir: IRProgram, args: list[torch.Tensor], outs, depth: int) -> Piece:
