@@ -135,10 +135,9 @@ def optimize(fn_or_module: Callable | torch.nn.Module, *example_inputs: Any, **o
 
     Returns a callable with the same signature and outputs. Options (see
     eqiforge.options.Options): budget_s, target, cache_dir, cache, node_limit,
-    search_time_s, extract_time_s, top_k, extract_mode, memory_limit_mb, partition_ops, cut_compare_ops, verbose,
-    unsupported
-    ("error" | "fallback"), block_sizes, num_warps, num_stages, cuda_graphs,
-    baselines, seed. A bad option raises OptionError naming it.
+    search_time_s, extract_time_s, top_k, extract_mode, memory_limit_mb, partition_ops, cut_compare_ops,
+    fuse_cuts, verbose, unsupported ("error" | "fallback"), block_sizes, num_warps, num_stages,
+    cuda_graphs, baselines, seed. A bad option raises OptionError naming it.
     """
     opts = make_options(**options)
     if not callable(fn_or_module):

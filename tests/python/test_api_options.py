@@ -45,6 +45,7 @@ def test_values_are_normalized():
         ({"cache_dir": 3}, ["cache_dir=3", "a path"]),
         ({"seed": -1}, ["seed=-1", "non-negative integer"]),
         ({"cut_compare_ops": -1}, ["cut_compare_ops=-1", "non-negative integer"]),
+        ({"fuse_cuts": 1}, ["fuse_cuts=1", "True or False"]),
     ],
 )
 def test_bad_options_are_named_with_what_is_accepted(given, words):
