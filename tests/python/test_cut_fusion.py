@@ -93,8 +93,9 @@ def test_a_reused_piece_offers_its_chosen_program_then_its_alternatives_under_ea
     other = "(program a (dims (m 4) (e 2)) (input x f16 [m e]) (output y [m] (sum e x)))"
     piece = P.Piece("h", None, program=chosen, subgraph_program=first, alternatives=[chosen, other])
     info = P.SubgraphInfo(1, "b", "h", 1, ["sum"], later, [("input", 0)], [(0, None)])
-    programs = CutFusion._programs(P.Step(info, piece))
+    programs = CutFusion._programs(P.Step(info, piece), 8)
     assert programs == [
         "(program b (dims (m 4) (h 2)) (input z f16 [m h]) (output w [m] (combine m.0 m (sum h (partition m.0 m z)))))",
         "(program b (dims (m 4) (h 2)) (input z f16 [m h]) (output w [m] (sum h z)))",
     ]
+    assert CutFusion._programs(P.Step(info, piece), 0) == programs[:1]

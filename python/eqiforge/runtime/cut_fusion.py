@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,19 +44,11 @@ def compose_programs(producer: str, consumer: str, keep: list[str], name: str) -
     if "compose" not in verbs:
         raise search.MissingPieceError("composition across cuts", f"{path} has no `compose` verb"
                                        if path else "the eqiforge-opt command was not found")
-    files = []
-    try:
-        for text in (producer, consumer):
-            with tempfile.NamedTemporaryFile("w", suffix=".eqf", delete=False) as f:
-                f.write(text)
-            files.append(f.name)
-        args = [path, "compose", files[0], files[1], "--json", "--name", name]
+    with search.program_files(producer, consumer) as files:
+        args = [path, "compose", *files, "--json", "--name", name]
         for k in keep:
             args += ["--keep", k]
         out = json.loads(search._run_cli(args, "eqiforge-opt compose"))
-    finally:
-        for f in files:
-            os.unlink(f)
     return str(out["program"]), [str(b) for b in out["fused"]]
 
 
@@ -77,6 +67,12 @@ class _Group:
     found: Any = None    # the last extraction (None for a single step)
     wiring: list = field(default_factory=list)
     searched: str = ""   # the program `found` extracted from (its names may be another group's)
+
+    @property
+    def key(self) -> str:
+        """The group's structure: its members' hashes and wiring (groups of
+        one key are searched and tuned once)."""
+        return json.dumps([[st.subgraph.hash for st in self.steps], self.wiring])
 
 
 def _names(text: str) -> tuple[list[str], list[str]]:
@@ -135,11 +131,12 @@ def _renamed(text: str, mapping: dict[str, str]) -> str | None:
 
 
 # A group's first subgraph is composed as its chosen program and this many
-# of its search's next candidates, each against the consumer's chosen one
-# and its next candidates (Piece.alternatives): each composition costs a few
-# milliseconds, and an extraction (small: both sides are tiled) where it
-# feeds a boundary tile by tile.
+# of its search's next candidates (Piece.alternatives), each against the
+# joining subgraph's chosen program and this many of its next ones: each
+# composition costs a few milliseconds, and an extraction (small: both sides
+# are tiled) where it feeds a boundary tile by tile.
 _PRODUCER_ALTERNATIVES = 2
+_CONSUMER_ALTERNATIVES = 8
 
 
 def _kernel_count(piece) -> int:
@@ -153,7 +150,8 @@ class CutFusion:
     def __init__(self, searcher):
         self.searcher = searcher
         self.tuned: dict[str, Any] = {}       # group key -> Piece, or None when it did not pay
-        self.found: dict[str, Any] = {}       # extension key -> (tiled, estimate, kernels, fused, found) or None
+        # Group key -> _best_composition's answer for the group's last join.
+        self.found: dict[str, Any] = {}
         self.log: list[dict] = []
 
     # -- grouping (static) --
@@ -176,47 +174,53 @@ class CutFusion:
         keep = self._needed_elsewhere(plan, members, out_names)
         wiring = group.wiring + [(sg.hash, sorted(ins.index(n) for n in ins if n in produced),
                                   sorted(k for k, n in enumerate(out_names) if n in keep))]
-        # The search of a composition is kept by its structure (the members'
-        # hashes and wiring): a later group like it takes the best program
-        # under its own names.
-        key = json.dumps([[s.subgraph.hash for s in group.steps], wiring])
+        joined = _Group(group.steps + [step], "", "", 0.0, 0, wiring=wiring)
         producers = [group.tiled] if len(group.steps) > 1 else \
-            self._programs(group.steps[0])[:1 + _PRODUCER_ALTERNATIVES]
-        consumers = self._programs(step)
-        if key not in self.found:
-            self.found[key] = self._best_composition(producers, consumers, keep, group.estimate_s + piece.estimate_s,
-                                                     sg.name)
-        hit = self.found[key]
+            self._programs(group.steps[0], _PRODUCER_ALTERNATIVES)
+        consumers = self._programs(step, _CONSUMER_ALTERNATIVES)
+        # A later group of the same key takes this search's best program
+        # under its own names (the same pair composed again, then renamed).
+        fresh = joined.key not in self.found
+        if fresh:
+            self.found[joined.key] = self._best_composition(producers, consumers, keep,
+                                                            group.estimate_s + piece.estimate_s, sg.name)
+        hit = self.found[joined.key]
         if hit is None:
             return None
-        best, found, searched, (i, j) = hit
-        if i >= len(producers) or j >= len(consumers):
-            return None
-        try:
-            tiled, fused = compose_programs(producers[i], consumers[j], keep, "group")
-        except ValueError:
-            return None
-        mapping = _rename_map(searched, tiled)
-        renamed = None if mapping is None else _renamed(best.program, mapping)
-        if renamed is None:
-            return None
-        program, _ = compose_programs(group.program, sg.program, keep, "group")
-        kernels = len(best.kernels) if best.kernels else 1
-        return _Group(group.steps + [step], program, renamed, best.estimate_s, kernels, group.fused + fused, found,
-                      wiring, searched)
+        best, found, searched, fused, (i, j) = hit
+        tiled = best.program
+        if not fresh:
+            if i >= len(producers) or j >= len(consumers):
+                return None
+            try:
+                composed, fused = compose_programs(producers[i], consumers[j], keep, "group")
+            except ValueError:
+                return None
+            mapping = _rename_map(searched, composed)
+            tiled = None if mapping is None else _renamed(best.program, mapping)
+            if tiled is None:
+                return None
+        joined.program, _ = compose_programs(group.program, sg.program, keep, "group")
+        joined.tiled, joined.estimate_s = tiled, best.estimate_s
+        joined.kernels = len(best.kernels) if best.kernels else 1
+        joined.fused, joined.found, joined.searched = group.fused + fused, found, searched
+        return joined
 
     @staticmethod
-    def _programs(step) -> list[str]:
+    def _programs(step, alternatives: int) -> list[str]:
         """The step's tiled programs under its own subgraph's names (a piece
         reused from an identical subgraph has that one's): the chosen one,
-        then the search's next candidates, which may read or write the
-        boundary over the tiles a neighbour needs."""
+        then up to `alternatives` of the search's next candidates, which may
+        read or write the boundary over the tiles a neighbour needs."""
         sg, piece = step.subgraph, step.piece
         mapping = _rename_map(piece.subgraph_program or sg.program, sg.program)
         if mapping is None:
             return []
-        out = []
-        for text in [piece.program] + list(piece.alternatives):
+        chosen = _renamed(piece.program, mapping)
+        if chosen is None:
+            return []
+        out = [chosen]
+        for text in piece.alternatives[:alternatives]:
             renamed = _renamed(text, mapping)
             if renamed is not None and renamed not in out:
                 out.append(renamed)
@@ -226,17 +230,18 @@ class CutFusion:
                           name: str):
         """The best extraction over the compositions of a producer and a
         consumer program that feed a boundary tile by tile: (best candidate,
-        the search, the program searched, (producer, consumer) indices), or
-        None when no estimate is below `before_s`."""
+        the search, the program searched, the boundaries fed tile by tile,
+        (producer, consumer) indices), or None when no estimate is below
+        `before_s`."""
         s = self.searcher
         best = None
+        refused = None
         for i, producer in enumerate(producers):
             for j, consumer in enumerate(consumers):
                 try:
                     tiled, fused = compose_programs(producer, consumer, keep, "group")
                 except ValueError as e:  # the core's IRError: the two do not compose (names, types)
-                    s._info(f"fusing across cuts: {name} not composed with the subgraphs before it: "
-                            f"{str(e).splitlines()[0]}")
+                    refused = refused or str(e).splitlines()[0]
                     continue
                 if not fused:
                     continue
@@ -245,7 +250,9 @@ class CutFusion:
                     continue
                 top = found.candidates[0]
                 if top.estimate_s < before_s and (best is None or top.estimate_s < best[0].estimate_s):
-                    best = (top, found, tiled, (i, j))
+                    best = (top, found, tiled, fused, (i, j))
+        if refused is not None:
+            s._info(f"fusing across cuts: {name} not composed with the subgraphs before it: {refused}")
         return best
 
     def groups(self, plan, steps: list) -> list[_Group]:
@@ -264,17 +271,13 @@ class CutFusion:
                     continue
             if group is not None:
                 out.append(group)
-            if not joinable:
+            own = self._programs(step, 0) if joinable else []
+            if not own:  # runs on its own (a nested composition, or a piece that cannot be renamed)
                 out.append(_Group([step], step.subgraph.program, "", 0.0, 0))
                 group, out_names = None, {}
                 continue
             _, outs = _names(step.subgraph.program)
             out_names = dict(zip(outs, step.subgraph.outputs))
-            own = self._programs(step)
-            if not own:
-                out.append(_Group([step], step.subgraph.program, "", 0.0, 0))
-                group, out_names = None, {}
-                continue
             group = _Group([step], step.subgraph.program, own[0], piece.estimate_s, _kernel_count(piece))
         if group is not None:
             out.append(group)
@@ -282,7 +285,7 @@ class CutFusion:
 
     # -- tuning a group --
 
-    def _step_of(self, plan, group: _Group, args_of: dict, key: str):
+    def _step_of(self, group: _Group, args_of: dict):
         """The group as one Step (or None when it does not verify or pay)."""
         from .partition import IRProgram, Step, SubgraphInfo
 
@@ -297,11 +300,11 @@ class CutFusion:
             return None
         info = SubgraphInfo(first.index, "+".join(st.subgraph.name for st in group.steps),
                             # "g": never a subgraph's structural hash (hex digits)
-                            "g" + hashlib.sha1(key.encode()).hexdigest()[:15],
+                            "g" + hashlib.sha1(group.key.encode()).hexdigest()[:15],
                             sum(st.subgraph.ops for st in group.steps),
                             [n for st in group.steps for n in st.subgraph.op_names], group.program,
                             [in_of[n] for n in ins], [out_of[n] for n in outs])
-        piece = self.tuned.get(key, False)
+        piece = self.tuned.get(group.key, False)
         if piece is False:
             if _names(group.searched) != (ins, outs):
                 # The search came from a group like this one under other
@@ -311,7 +314,7 @@ class CutFusion:
                                                      rules="structural")
             args = [args_of[src] for src in info.inputs]
             piece = self._tune(info, IRProgram(group.program), args, group)
-            self.tuned[key] = piece
+            self.tuned[group.key] = piece
         return None if piece is None else Step(info, piece)
 
     def _tune(self, info, ir, args, group: _Group):
@@ -357,7 +360,6 @@ class CutFusion:
             if len(group.steps) == 1:
                 out.append(group.steps[0])
                 continue
-            key = json.dumps([[st.subgraph.hash for st in group.steps], group.wiring])
             names = " + ".join(st.subgraph.name for st in group.steps)
             kernels_before = sum(_kernel_count(st.piece) for st in group.steps)
             estimate_before = sum(st.piece.estimate_s or 0.0 for st in group.steps)
@@ -365,7 +367,7 @@ class CutFusion:
                 f"fusing across cuts: {names}: {kernels_before} kernels -> {group.kernels}, estimate "
                 f"{estimate_before * 1e6:.1f} -> {group.estimate_s * 1e6:.1f} µs (boundaries fed tile by tile: "
                 f"{', '.join(group.fused)})")
-            step = self._step_of(plan, group, args_of, key)
+            step = self._step_of(group, args_of)
             before = [st.piece.time_s for st in group.steps]
             self.log.append({"subgraphs": [st.subgraph.index for st in group.steps], "fused": group.fused,
                              "kernels": [kernels_before, group.kernels],

@@ -32,10 +32,7 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +40,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..options import TOLERANCE, Options
+from ..options import Options
 from . import search
 from .search import MissingPieceError
 
@@ -136,13 +133,9 @@ def partition_program(ir_text: str, max_ops: int) -> Plan:
     if "partition" not in verbs:
         raise MissingPieceError("subgraph partitioning", f"{path} has no `partition` verb"
                                 if path else "the eqiforge-opt command was not found")
-    with tempfile.NamedTemporaryFile("w", suffix=".eqf", delete=False) as f:
-        f.write(ir_text)
-    try:
-        out = search._run_cli([path, "partition", f.name, "--max-ops", str(max_ops), "--json"],
+    with search.program_files(ir_text) as (file,):
+        out = search._run_cli([path, "partition", file, "--max-ops", str(max_ops), "--json"],
                               "eqiforge-opt partition")
-    finally:
-        os.unlink(f.name)
     return parse_plan(json.loads(out))
 
 
@@ -461,8 +454,8 @@ class Piece:
     # The high-level program the piece was tuned for (its names are those of
     # `program`'s inputs and outputs; a reused piece serves others positionally).
     subgraph_program: str | None = None
-    # The search's next candidates (tiled programs, best first): fusion
-    # across cuts also tries them where the chosen one does not fuse.
+    # The search's other candidates (tiled programs, best first): fusion
+    # across cuts also tries the first few where the chosen one does not fuse.
     alternatives: list = field(default_factory=list)
 
 
@@ -629,7 +622,7 @@ class PartitionedSearch:
                      estimate_s=best.candidate.estimate_s, candidates=len(found.candidates), search_s=search_s,
                      tune_s=tune_s, error=best.error, kernels=kernels, tuning=result.stats.to_json(),
                      search=dict(found.stats), time_s=best.time_s, subgraph_program=sg.program,
-                     alternatives=[c.program for c in found.candidates if c.program != best.candidate.program][:_ALTERNATIVES])
+                     alternatives=[c.program for c in found.candidates if c.program != best.candidate.program])
 
     def _refine(self, sg: SubgraphInfo, args, depth: int, search_s: float, why: str) -> Piece:
         bound = max(1, sg.ops // 2)
@@ -645,11 +638,6 @@ class PartitionedSearch:
         nested = self.compose(plan, list(args), depth + 1)
         return Piece(sg.hash, nested, nested=nested, search_s=search_s,
                      candidates=sum(s.piece.candidates for s in nested.steps))
-
-
-# Candidates of each subgraph besides the chosen one that fusion across cuts
-# may compose with its neighbours (cut_fusion bounds the pairs it tries).
-_ALTERNATIVES = 8
 
 
 def static_estimate(searcher: PartitionedSearch, plan: Plan) -> float | None:

@@ -30,6 +30,7 @@ Every other number at the top level is kept as search statistics.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -145,6 +146,22 @@ def has_emission() -> bool:
     return "emit" in _cli_verbs()[1]
 
 
+@contextlib.contextmanager
+def program_files(*texts: str):
+    """Each program text in a temporary .eqf file (the CLI's verbs read
+    files); yields their paths and removes them afterwards."""
+    paths = []
+    try:
+        for text in texts:
+            with tempfile.NamedTemporaryFile("w", suffix=".eqf", delete=False) as f:
+                f.write(text)
+            paths.append(f.name)
+        yield paths
+    finally:
+        for path in paths:
+            os.unlink(path)
+
+
 def _run_cli(args: list[str], what: str, cwd: str | None = None) -> str:
     r = subprocess.run(args, capture_output=True, text=True, cwd=cwd)
     if r.returncode != 0:
@@ -189,13 +206,9 @@ def find_candidates(ir_text: str, options: Options, target: str, file: str = "<p
             from ..options import OptionError
 
             raise OptionError(f"option {name}: this build's `eqiforge-opt extract` has no {flag}")
-    with tempfile.NamedTemporaryFile("w", suffix=".eqf", delete=False) as f:
-        f.write(ir_text)
-    try:
-        args[2] = f.name
+    with program_files(ir_text) as (file_path,):
+        args[2] = file_path
         out = _run_cli(args, "eqiforge-opt extract")
-    finally:
-        os.unlink(f.name)
     found = parse_search_result(json.loads(out))
     found.candidates = diverse_top(found.candidates, options.top_k)
     return found
