@@ -6,7 +6,8 @@ tensor in global memory and every subgraph at least one kernel of its own.
 Where a consumer reads a boundary tile by tile over the same axes its
 producer wrote it with, the two tuned programs can be one: ``eqiforge-opt
 compose`` joins the producer's and the consumer's tiled programs (the
-chosen candidates) and feeds the consumer the producer's tiles directly
+tuned candidates, and a few of each search's next ones where those do not
+fuse) and feeds the consumer the producer's tiles directly
 ((partition a d (combine a d X)) is X), and extraction over that composed
 program with the structural rules alone (a small e-graph: both pieces are
 tiled already) forms the kernels, one where the cut was.
