@@ -55,7 +55,7 @@ class ModuleWriter {
   void name_things() {
     // Module-level names first: constants, helpers, kernels.
     for (const char* n : {"forward", "PROGRAM", "INPUTS", "OUTPUTS", "BLOCK_PARAMS", "UNIT_AXES",
-                          "_default_block", "_check_input", "LAUNCH_FORMS"})
+                          "_default_block", "_check_input", "LAUNCH_FORMS", "WRITES"})
       module_.claim(n);
     for (const DimInfo& d : p_.dims.all()) {
       if (d.collected_from) continue;
@@ -127,6 +127,18 @@ class ModuleWriter {
     w_.line("BLOCK_PARAMS = {" + join(params, ", ") + "}");
     w_.comment("Axes whose block size is fixed to 1: the dim they split is squeezed out of the tiles.");
     w_.line("UNIT_AXES = " + tuple_text(units));
+    w_.comment("The pointer arguments each kernel stores through: the launch path orders kernels that");
+    w_.comment("share a buffer by them and lets the others run side by side in a captured CUDA graph.");
+    std::vector<std::string> writes;
+    for (const Kernel& k : lp_named_.kernels) {
+      std::vector<std::string> ptrs;
+      for (const Store& st : k.stores) {
+        std::string q = quote(names_.ptr(st.buffer));
+        if (std::find(ptrs.begin(), ptrs.end(), q) == ptrs.end()) ptrs.push_back(q);
+      }
+      writes.push_back(quote(k.name) + ": " + tuple_text(ptrs));
+    }
+    w_.line("WRITES = {" + join(writes, ", ") + "}");
     w_.blank(2);
     w_.line("def _default_block(size):");
     {

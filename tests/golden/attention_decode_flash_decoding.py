@@ -21,6 +21,9 @@ F = 8
 BLOCK_PARAMS = {"t.0": "block_t0"}
 # Axes whose block size is fixed to 1: the dim they split is squeezed out of the tiles.
 UNIT_AXES = ("h.0",)
+# The pointer arguments each kernel stores through: the launch path orders kernels that
+# share a buffer by them and lets the others run side by side in a captured CUDA graph.
+WRITES = {"states_kernel": ("states_0_ptr", "states_1_ptr", "states_2_ptr"), "o_kernel": ("o_ptr",)}
 
 
 def _default_block(size):

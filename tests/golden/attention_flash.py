@@ -21,6 +21,9 @@ F = 6
 BLOCK_PARAMS = {"s.0": "block_s0", "t.0": "block_t0"}
 # Axes whose block size is fixed to 1: the dim they split is squeezed out of the tiles.
 UNIT_AXES = ("h.0",)
+# The pointer arguments each kernel stores through: the launch path orders kernels that
+# share a buffer by them and lets the others run side by side in a captured CUDA graph.
+WRITES = {"o_kernel": ("o_ptr",)}
 
 
 def _default_block(size):

@@ -19,6 +19,9 @@ N = 20
 BLOCK_PARAMS = {"k.0": "block_k0", "n.0": "block_n0"}
 # Axes whose block size is fixed to 1: the dim they split is squeezed out of the tiles.
 UNIT_AXES = ()
+# The pointer arguments each kernel stores through: the launch path orders kernels that
+# share a buffer by them and lets the others run side by side in a captured CUDA graph.
+WRITES = {"y_kernel": ("y_ptr",)}
 
 
 def _default_block(size):

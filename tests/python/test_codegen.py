@@ -360,6 +360,27 @@ def test_small_workloads(name, modules):
     assert_close(check.check_program(text, seed=7, trials=1, module=modules(text)), check.tolerance_for(text))
 
 
+def _stored_pointers(module_text):
+    """Per kernel of an emitted module, the pointer names its tl.store calls
+    write through (the address expression starts with the pointer, on the
+    call's line or the next)."""
+    bodies = re.findall(r"def (\w+_kernel)\((.*?)(?=\n@triton\.jit|\ndef forward)", module_text, re.S)
+    return {kernel: set(re.findall(r"tl\.store\(\s*(\w+_ptr)\b", body)) for kernel, body in bodies}
+
+
+@pytest.mark.parametrize("name", TILED + ["attention_decode/naive.eqf", "rmsnorm_mlp/naive.eqf"])
+def test_the_writes_table_names_every_pointer_each_kernel_stores_through(name):
+    # The lean launch path lets kernels that share no written buffer run side
+    # by side in a captured graph: a pointer missing here would race.
+    text = check.emit(text_of(name))
+    namespace = {}
+    exec(re.search(r"^WRITES = .*$", text, re.M).group(0), namespace)
+    stored = _stored_pointers(text)
+    assert stored and set(namespace["WRITES"]) == set(stored)
+    for kernel, ptrs in namespace["WRITES"].items():
+        assert set(ptrs) == stored[kernel], kernel
+
+
 GOLDEN = {
     "attention_flash.py": "attention/flash.eqf",
     "attention_decode_flash_decoding.py": "attention_decode/flash_decoding.eqf",

@@ -13,7 +13,11 @@ Three layers, each optional above the first:
   every constant already bound, and on later calls only allocates the output
   and intermediate buffers and splices the tensors in. Calls whose inputs
   differ from the recorded ones in shape, dtype, strides, device or 16-byte
-  alignment (what Triton specializes on) take the normal path.
+  alignment (what Triton specializes on) take the normal path. While a CUDA
+  graph is being captured, kernels that share no written buffer go on side
+  streams (``streams.plan_streams``), so the graph runs them side by side;
+  launched eagerly they stay on the caller's stream, where the events would
+  cost more host time than the overlap saves.
 - ``GraphRunner`` replays the whole program as one CUDA graph (static shapes):
   inputs are copied into the graph's own buffers unless they are those
   buffers, and the returned tensors are the graph's outputs, overwritten by
@@ -36,6 +40,7 @@ from typing import Any, Callable
 import torch
 
 from .loader import is_interpreted, kernels_of
+from .streams import StreamPlan, plan_streams
 
 # ---- binding a call's arguments ------------------------------------------------------
 
@@ -300,6 +305,7 @@ class _Launch:
     grid: tuple[int, int, int]
     template: list
     slots: list[tuple[int, int, int]]   # (position in args, 0 input / 1 buffer, index)
+    writes: frozenset | None = None     # (0 / 1, index) of the slots it stores through; None: not known
 
 
 class LeanRunner:
@@ -332,8 +338,9 @@ class LeanRunner:
         self._buffer_views: dict[int, tuple] = {}
         self.buffer_specs: list[tuple[tuple, tuple, torch.dtype]] = []
         self.launches: list[_Launch] = []
+        writes_table = getattr(fallback.module, "WRITES", None)
         for r in records:
-            self.launches.append(self._launch_of(r, in_ids, buffers))
+            self.launches.append(self._launch_of(r, in_ids, buffers, writes_table))
         self.result: list[tuple[int, int]] = []   # per output: (0 input / 1 buffer, index)
         for t in outputs:
             if id(t) in in_ids:
@@ -363,6 +370,26 @@ class LeanRunner:
         torch.cuda.synchronize(self.device)
         if len(again) != len(expected) or not all(torch.equal(a, b) for a, b in zip(again, expected)):
             raise LeanPathUnavailable("the direct launch gave other values than Triton's launch path")
+        self.plan = self._stream_plan()
+        self._side: list[torch.cuda.Stream] = []
+        if self.plan is not None:
+            self._side = [torch.cuda.Stream(device=self.device) for _ in range(self.plan.streams - 1)]
+            branched = self._lean_branches(inputs)
+            torch.cuda.synchronize(self.device)
+            if not all(torch.equal(a, b) for a, b in zip(branched, expected)):
+                self.plan, self._side = None, []
+
+    def _stream_plan(self) -> StreamPlan | None:
+        """The side streams for a captured graph, or None when every launch
+        must follow the one before (or a kernel's writes are not known)."""
+        if any(ln.writes is None for ln in self.launches):
+            return None
+        accesses = []
+        for ln in self.launches:
+            touched = frozenset((kind, index) for _, kind, index in ln.slots)
+            accesses.append((touched - ln.writes, ln.writes))
+        plan = plan_streams(accesses)
+        return plan if plan.streams > 1 else None
 
     def _buffer(self, t: torch.Tensor, buffers: dict[int, int], what: str) -> int:
         storage = t.untyped_storage().data_ptr()
@@ -380,7 +407,8 @@ class LeanRunner:
             raise LeanPathUnavailable(f"{what} is another view of a buffer")
         return index
 
-    def _launch_of(self, r: LaunchRecord, in_ids: dict[int, int], buffers: dict[int, int]) -> _Launch:
+    def _launch_of(self, r: LaunchRecord, in_ids: dict[int, int], buffers: dict[int, int],
+                   writes_table: dict | None) -> _Launch:
         compiled = r.compiled
         for attr in ("run", "function", "packed_metadata"):
             if compiled is None or not hasattr(compiled, attr):
@@ -391,17 +419,24 @@ class LeanRunner:
         binder = caches[self._device_key()][-1]
         bound_args = binder(*r.args, **r.kwargs)[0]
         template = list(bound_args.values())
+        stored = writes_table.get(r.kernel) if writes_table is not None else None
         slots = []
-        for pos, a in enumerate(template):
+        writes: set | None = None if stored is None else set()
+        for pos, (param, a) in enumerate(zip(bound_args.keys(), template)):
             if not isinstance(a, torch.Tensor):
                 continue
             if id(a) in in_ids:
                 slots.append((pos, 0, in_ids[id(a)]))
             else:
                 slots.append((pos, 1, self._buffer(a, buffers, f"an argument of {r.kernel}")))
+            if writes is not None and param in stored:
+                writes.add(slots[-1][1:])
             template[pos] = None  # do not keep the recorded tensors alive
+        if writes is not None and any(kind == 0 for kind, _ in writes):
+            writes = None  # a kernel that writes an input: keep program order
         grid = tuple(int(g) for g in r.grid) + (1, 1, 1)
-        return _Launch(compiled.run, compiled.function, compiled.packed_metadata, compiled, grid[:3], template, slots)
+        return _Launch(compiled.run, compiled.function, compiled.packed_metadata, compiled, grid[:3], template, slots,
+                       None if writes is None else frozenset(writes))
 
     def _buffers(self, stream: int) -> list[torch.Tensor]:
         device = self.device
@@ -414,25 +449,59 @@ class LeanRunner:
         return [t if t is not None else torch.empty_strided(shape, stride, dtype=dtype, device=device)
                 for t, (shape, stride, dtype) in zip(scratch, self.buffer_specs)]
 
-    def _lean(self, inputs) -> tuple:
-        device = self.device
-        stream = self._get_stream(device.index)
-        bufs = self._buffers(stream)
+    def _hooks(self) -> tuple:
         knobs = self._knobs.runtime if self._knobs is not None else None
-        enter = knobs.launch_enter_hook if knobs is not None else None
-        exit_ = knobs.launch_exit_hook if knobs is not None else None
+        return (knobs.launch_enter_hook, knobs.launch_exit_hook) if knobs is not None else (None, None)
+
+    @staticmethod
+    def _run(ln: _Launch, stream: int, inputs, bufs, enter, exit_) -> None:
+        args = list(ln.template)
+        for pos, kind, index in ln.slots:
+            args[pos] = inputs[index] if kind == 0 else bufs[index]
+        g0, g1, g2 = ln.grid
+        metadata = ln.compiled.launch_metadata(ln.grid, stream, *args) if enter is not None else None
+        ln.run(g0, g1, g2, stream, ln.function, ln.packed_metadata, metadata, enter, exit_, *args)
+
+    def _lean(self, inputs) -> tuple:
+        stream = self._get_stream(self.device.index)
+        bufs = self._buffers(stream)
+        enter, exit_ = self._hooks()
         for ln in self.launches:
-            args = list(ln.template)
-            for pos, kind, index in ln.slots:
-                args[pos] = inputs[index] if kind == 0 else bufs[index]
-            g0, g1, g2 = ln.grid
-            metadata = ln.compiled.launch_metadata(ln.grid, stream, *args) if enter is not None else None
-            ln.run(g0, g1, g2, stream, ln.function, ln.packed_metadata, metadata, enter, exit_, *args)
+            self._run(ln, stream, inputs, bufs, enter, exit_)
+        return tuple(inputs[i] if kind == 0 else bufs[i] for kind, i in self.result)
+
+    def _lean_branches(self, inputs) -> tuple:
+        """The launches on the plan's streams: each side stream forks from
+        the caller's at its first launch, waits for the events of the
+        launches it depends on, and is joined back at the end."""
+        plan = self.plan
+        main = torch.cuda.current_stream(self.device)
+        streams = [main] + self._side
+        handles = [s.cuda_stream for s in streams]
+        bufs = self._buffers(main.cuda_stream)
+        enter, exit_ = self._hooks()
+        start = torch.cuda.Event()
+        start.record(main)
+        events: dict[int, torch.cuda.Event] = {}
+        for i, ln in enumerate(self.launches):
+            s = plan.stream[i]
+            if plan.forks[i]:
+                streams[s].wait_event(start)
+            for j in plan.waits[i]:
+                streams[s].wait_event(events[j])
+            self._run(ln, handles[s], inputs, bufs, enter, exit_)
+            if plan.record[i]:
+                events[i] = torch.cuda.Event()
+                events[i].record(streams[s])
+        for j in plan.joins:
+            main.wait_event(events[j])
         return tuple(inputs[i] if kind == 0 else bufs[i] for kind, i in self.result)
 
     def __call__(self, *inputs):
         if len(inputs) != self.num_inputs or any(_signature(t) != g for t, g in zip(inputs, self.guard)):
             return self.fallback(*inputs)
+        if self.plan is not None and torch.cuda.is_current_stream_capturing():
+            return self._lean_branches(inputs)
         return self._lean(inputs)
 
 

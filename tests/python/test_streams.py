@@ -1,0 +1,90 @@
+"""The stream plan of the lean launch path (runtime/streams.py): kernels that
+share no written buffer go on side streams of a captured graph, and every
+launch still runs after each launch it depends on."""
+
+import random
+
+from eqiforge.runtime.streams import MAX_STREAMS, dependencies, plan_streams
+
+F = frozenset
+
+
+def happens_before(plan):
+    """Pairs (j, i) such that launch j completes before launch i starts under
+    the plan: program order within a stream, the waits, and their closure."""
+    n = len(plan.stream)
+    before = [set() for _ in range(n)]
+    last = {}
+    for i in range(n):
+        s = plan.stream[i]
+        preds = [last[s]] if s in last else []
+        preds += plan.waits[i]
+        for j in preds:
+            assert j < i
+            before[i] |= before[j] | {j}
+        last[s] = i
+    return before
+
+
+def check_plan(accesses, plan):
+    n = len(accesses)
+    assert len(plan.stream) == len(plan.waits) == len(plan.record) == len(plan.forks) == n
+    assert 0 <= min(plan.stream, default=0) and plan.streams <= MAX_STREAMS
+    before = happens_before(plan)
+    for i, deps in enumerate(dependencies(accesses)):
+        assert deps <= before[i], (i, deps, before[i])
+    for i in range(n):
+        for j in plan.waits[i]:
+            assert plan.record[j] and plan.stream[j] != plan.stream[i]
+    # A side stream starts with a fork from the caller's and ends joined to it.
+    first = {}
+    for i, s in enumerate(plan.stream):
+        first.setdefault(s, i)
+    assert {i for s, i in first.items() if s} == {i for i, f in enumerate(plan.forks) if f}
+    assert sorted(plan.joins) == sorted(max(i for i, s in enumerate(plan.stream) if s == t)
+                                        for t in set(plan.stream) if t)
+
+
+def test_read_after_write_write_after_read_and_write_after_write():
+    acc = [(F({"x"}), F({"a"})), (F({"a"}), F({"b"})), (F({"x"}), F({"a"})), (F({"b"}), F({"b"}))]
+    # 1 reads a (0 wrote it); 2 rewrites a (after 0's write, 1's read); 3 rewrites b (1 wrote it).
+    assert dependencies(acc) == [set(), {0}, {0, 1}, {1}]
+
+
+def test_independent_kernels_each_get_a_stream_and_are_joined():
+    acc = [(F({"x", f"w{i}"}), F({f"y{i}"})) for i in range(3)]
+    plan = plan_streams(acc)
+    assert plan.stream == [0, 1, 2] and plan.waits == [[], [], []]
+    assert plan.forks == [0, 1, 1] and plan.joins == [1, 2]
+    check_plan(acc, plan)
+
+
+def test_a_chain_stays_on_the_callers_stream():
+    acc = [(F({"x"}), F({"a"})), (F({"a"}), F({"b"})), (F({"b"}), F({"c"}))]
+    plan = plan_streams(acc)
+    assert plan.stream == [0, 0, 0] and plan.streams == 1 and not any(plan.record)
+    check_plan(acc, plan)
+
+
+def test_a_diamond_waits_once_per_branch():
+    acc = [(F({"x"}), F({"a"})), (F({"a"}), F({"b"})), (F({"a"}), F({"c"})), (F({"b", "c"}), F({"d"}))]
+    plan = plan_streams(acc)
+    assert plan.stream == [0, 0, 1, 1]
+    assert plan.waits == [[], [], [0], [1]]
+    check_plan(acc, plan)
+
+
+def test_random_programs_keep_every_dependency():
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    for _ in range(300):
+        keys = [f"b{i}" for i in range(rng.randint(1, 8))]
+        acc = []
+        for _ in range(rng.randint(1, 14)):
+            writes = F(rng.sample(keys, rng.randint(0, min(2, len(keys)))))
+            reads = F(rng.sample(keys, rng.randint(0, min(3, len(keys))))) - writes
+            acc.append((reads, writes))
+        for streams in (1, 2, MAX_STREAMS):
+            plan = plan_streams(acc, streams)
+            assert plan.streams <= streams, seed
+            check_plan(acc, plan)
