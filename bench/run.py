@@ -188,6 +188,7 @@ def base_row(case, impl: str, settings: Settings, device_name: str) -> dict:
         "do_bench_s": None,
         "gpu_s": None,
         "gpu_clean_s": None,
+        "gpu_one_stream_s": None,   # ours: GPU-only with every kernel on one stream (no side streams)
         "gpu_reps": None,
         "gap_do_bench": None,
         "gap_gpu": None,
@@ -361,6 +362,24 @@ class Worker:
             reps = reps or n
         return t_bench, gpu.get("gpu_s"), gpu.get("gpu_clean_s"), reps, notes
 
+    def one_stream_time(self, run: Callable, args: tuple, context, notes: list[str]) -> float | None:
+        """GPU-only seconds (write flush) of the same program with every kernel
+        on one stream: what side streams in the captured graph are worth."""
+        import torch
+        from eqiforge.runtime import launch
+
+        from . import timing
+
+        before, launch.SIDE_STREAMS = launch.SIDE_STREAMS, False
+        try:
+            with torch.no_grad():
+                return timing.gpu_only_time(run, args, self.flusher, self.settings.gpu_target_ms, context=context)[0]
+        except Exception as e:  # noqa: BLE001 -- reported in the row
+            notes.append(f"GPU-only time on one stream failed: {one_line(e)}")
+            return None
+        finally:
+            launch.SIDE_STREAMS = before
+
     # -- one job --
 
     def run_job(self, case, impl: str) -> dict:
@@ -458,6 +477,8 @@ class Worker:
                 t_bench, t_gpu, t_clean, reps, notes = self.time_it(run, sets, context)
             row["do_bench_s"], row["gpu_s"], row["gpu_clean_s"], row["gpu_reps"] = t_bench, t_gpu, t_clean, reps
             row["notes"] += notes
+            if impl == "ours" and t_gpu is not None and self.cuda:
+                row["gpu_one_stream_s"] = self.one_stream_time(run, sets[0], context, row["notes"])
             fl = row["floor"]["floor_s"]
             row["gap_do_bench"] = t_bench / fl if t_bench else None
             row["gap_gpu"] = t_gpu / fl if t_gpu else None
@@ -530,6 +551,8 @@ def summary_line(row: dict) -> str:
     if row.get("do_bench_s") or row.get("gpu_s"):
         parts.append(f"do_bench {us(row.get('do_bench_s'))}, gpu {us(row.get('gpu_s'))}, "
                      f"gpu clean {us(row.get('gpu_clean_s'))}")
+    if row.get("gpu_one_stream_s"):
+        parts.append(f"gpu one stream {us(row['gpu_one_stream_s'])}")
     if row.get("rel_err") is not None:
         parts.append(f"err {row['rel_err']:.1e}")
     if row.get("setup_s"):

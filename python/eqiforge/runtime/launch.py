@@ -31,6 +31,7 @@ kernel reads and writes, for reports.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import types
@@ -279,6 +280,11 @@ def _view_key(t: torch.Tensor) -> tuple:
     return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
 
 
+# Whether the lean path puts independent kernels on side streams while a CUDA
+# graph is captured (EQIFORGE_SIDE_STREAMS=0 turns it off: bench/side_streams.py
+# times one program both ways).
+SIDE_STREAMS = os.environ.get("EQIFORGE_SIDE_STREAMS", "1") != "0"
+
 # The lean path keeps intermediate buffers between calls up to this many bytes
 # in all, for up to this many streams.
 SCRATCH_LIMIT_BYTES = 256 << 20
@@ -500,7 +506,7 @@ class LeanRunner:
     def __call__(self, *inputs):
         if len(inputs) != self.num_inputs or any(_signature(t) != g for t, g in zip(inputs, self.guard)):
             return self.fallback(*inputs)
-        if self.plan is not None and torch.cuda.is_current_stream_capturing():
+        if self.plan is not None and SIDE_STREAMS and torch.cuda.is_current_stream_capturing():
             return self._lean_branches(inputs)
         return self._lean(inputs)
 
