@@ -88,3 +88,16 @@ def test_random_programs_keep_every_dependency():
             plan = plan_streams(acc, streams)
             assert plan.streams <= streams, seed
             check_plan(acc, plan)
+
+
+def test_the_reports_line_counts_the_kernels_on_side_streams():
+    from types import SimpleNamespace
+
+    from eqiforge.runtime.launch import side_stream_note
+
+    F3 = [(F({"x"}), F({f"y{i}"})) for i in range(3)]
+    lean = SimpleNamespace(plan=plan_streams(F3))
+    graph = SimpleNamespace(inner=SimpleNamespace(plan=plan_streams(F3[:2])))
+    assert side_stream_note([SimpleNamespace(plan=None), object()]) is None
+    assert "2 of the 3 kernels of its module" in side_stream_note([lean])
+    assert "3 of the 5 kernels of 2 modules" in side_stream_note([lean, graph])

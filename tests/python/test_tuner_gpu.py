@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from eqiforge.options import make_options
-from eqiforge.runtime.launch import GraphRunner, LeanPathUnavailable, LeanRunner, ModuleRunner, make_runner
+from eqiforge.runtime.launch import (GraphRunner, LeanPathUnavailable, LeanRunner, ModuleRunner, make_runner,
+                                     side_stream_note)
 from eqiforge.runtime.loader import load_module
 from eqiforge.runtime.tuner import Config, Tuner
 from test_tuner import BLOCK_BUG, GOOD, NAN, WRONG, binding, candidates, module_source, reference
@@ -170,6 +171,7 @@ def test_a_captured_graph_runs_independent_kernels_on_side_streams_with_the_same
     lean = LeanRunner(base, inputs)
     # Three kernels, each reading the inputs only: three streams.
     assert lean.plan is not None and lean.plan.streams == 3
+    assert "2 of the 3 kernels" in side_stream_note([lean])
     expected = [t.clone() for t in base(*inputs)]
     graph = GraphRunner(lean, inputs)
     for _ in range(3):

@@ -549,6 +549,19 @@ class GraphRunner:
         return self.static_outputs
 
 
+def side_stream_note(runners: list) -> str | None:
+    """The report's line on the kernels that run on side streams in a
+    captured graph, or None when every kernel follows the one before."""
+    plans = [p for r in runners if (p := getattr(getattr(r, "inner", r), "plan", None)) is not None]
+    if not plans:
+        return None
+    kernels = sum(len(p.stream) for p in plans)
+    side = sum(1 for p in plans for s in p.stream if s)
+    where = "its module" if len(plans) == 1 else f"{len(plans)} modules"
+    return (f"side streams: in a captured CUDA graph, {side} of the {kernels} kernels of {where} "
+            f"run beside the kernels they do not depend on")
+
+
 def make_runner(module: types.ModuleType, params: dict, inputs: list[torch.Tensor], *, lean: bool = True,
                 cuda_graphs: bool = False, bound: list[bool] | None = None) -> tuple[Any, list[str]]:
     """The fastest runner that works for this module on these inputs, and notes
