@@ -189,6 +189,7 @@ def base_row(case, impl: str, settings: Settings, device_name: str) -> dict:
         "gpu_s": None,
         "gpu_clean_s": None,
         "gpu_one_stream_s": None,   # ours: GPU-only with every kernel on one stream (no side streams)
+        "rel_err_graph": None,      # ours: rel. L2 error of a CUDA graph replay (side streams) against eager
         "gpu_reps": None,
         "gap_do_bench": None,
         "gap_gpu": None,
@@ -380,6 +381,32 @@ class Worker:
         finally:
             launch.SIDE_STREAMS = before
 
+    def graph_error(self, run: Callable, args: tuple, ref, context, notes: list[str]) -> float | None:
+        """Relative L2 error against eager of one replay of run(*args) captured
+        as a CUDA graph."""
+        import torch
+
+        try:
+            graph = torch.cuda.CUDAGraph()
+            with (context() if context else _null()), torch.no_grad():
+                side = torch.cuda.Stream(device=self.device)
+                side.wait_stream(torch.cuda.current_stream(self.device))
+                with torch.cuda.stream(side):
+                    for _ in range(2):
+                        run(*args)
+                torch.cuda.current_stream(self.device).wait_stream(side)
+                with torch.cuda.graph(graph):
+                    out = run(*args)
+            graph.replay()
+            self._sync()
+            err = rel_l2(out, ref)
+            del out
+            graph.reset()
+            return err
+        except Exception as e:  # noqa: BLE001 -- reported in the row
+            notes.append(f"the CUDA graph replay's values could not be checked: {one_line(e)}")
+            return None
+
     # -- one job --
 
     def run_job(self, case, impl: str) -> dict:
@@ -479,6 +506,13 @@ class Worker:
             row["notes"] += notes
             if impl == "ours" and t_gpu is not None and self.cuda:
                 row["gpu_one_stream_s"] = self.one_stream_time(run, sets[0], context, row["notes"])
+                # GPU-only times replay a captured graph, where the lean path
+                # runs independent kernels on side streams: check its values too.
+                err = self.graph_error(run, check, ref, context, row["notes"])
+                row["rel_err_graph"] = err if err != float("inf") else None
+                if err is not None and not err <= TOLERANCE and row["status"] is None:
+                    row["status"] = "wrong"
+                    row["reason"] = f"relative L2 error {err:.3g} > {TOLERANCE:g} against eager in a CUDA graph replay"
             fl = row["floor"]["floor_s"]
             row["gap_do_bench"] = t_bench / fl if t_bench else None
             row["gap_gpu"] = t_gpu / fl if t_gpu else None
