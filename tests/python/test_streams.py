@@ -101,3 +101,37 @@ def test_the_reports_line_counts_the_kernels_on_side_streams():
     assert side_stream_note([SimpleNamespace(plan=None), object()]) is None
     assert "2 of the 3 kernels of its module" in side_stream_note([lean])
     assert "3 of the 5 kernels of 2 modules" in side_stream_note([lean, graph])
+
+
+def _composed(step_io):
+    """A Composed of fake steps: step_io[i] = (inputs, outputs) in
+    SubgraphInfo's form; each runner doubles its inputs' sum."""
+    from eqiforge.runtime.partition import Composed, Piece, Plan, Step, SubgraphInfo
+
+    steps = []
+    for i, (ins, outs) in enumerate(step_io):
+        info = SubgraphInfo(i, f"part{i}", f"h{i}", 1, ["add"], "", list(ins), list(outs))
+        n = len(outs)
+        steps.append(Step(info, Piece(f"h{i}", lambda *a, n=n: tuple(sum(a) * 2 for _ in range(n)))))
+    boundaries = {b for _, outs in step_io for _, b in outs if b is not None}
+    outputs = {o for _, outs in step_io for o, _ in outs if o is not None}
+    plan = Plan("p", 16, 1, "node", 0, [s.subgraph for s in steps], [None] * len(boundaries),
+                [(0, 0)] * len(outputs))
+    return Composed(plan, steps)
+
+
+def test_subgraphs_that_share_only_inputs_get_streams_of_their_own():
+    # QK-norm projections: two subgraphs reading the input x, one output each.
+    two = _composed([([("input", 0)], [(0, None)]), ([("input", 0)], [(1, None)])])
+    assert two.stream_plan is not None and two.stream_plan.stream == [0, 1]
+    # A chain through a boundary keeps one stream.
+    chain = _composed([([("input", 0)], [(None, 0)]), ([("boundary", 0)], [(0, None)])])
+    assert chain.stream_plan is None
+    # Eagerly (and on the CPU) the steps run in order with the same values.
+    import torch
+
+    x = torch.randn(5)
+    a, b = two(x)
+    assert torch.equal(a, x * 2) and torch.equal(b, x * 2)
+    (c,) = chain(x)
+    assert torch.equal(c, x * 4)

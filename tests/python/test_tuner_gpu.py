@@ -192,3 +192,19 @@ def test_kernels_that_read_each_others_buffers_stay_on_one_stream():
     inputs = [torch.randn(3, 1, 8, device="cuda"), torch.randn(3, 29, 8, device="cuda"), torch.randn(3, 29, 8, device="cuda")]
     lean = LeanRunner(ModuleRunner(module, {}), inputs)
     assert lean.plan is None
+
+
+def test_independent_subgraphs_run_on_side_streams_in_a_captured_graph_with_the_same_values():
+    from test_streams import _composed
+
+    composed = _composed([([("input", 0)], [(0, None)]), ([("input", 0)], [(None, 0)]),
+                          ([("boundary", 0), ("input", 0)], [(1, None)])])
+    assert composed.stream_plan.stream == [0, 1, 1]
+    x = torch.randn(1 << 16, device="cuda")
+    graph = GraphRunner(composed, [x])      # warms up eagerly (the streams are made there), then captures
+    assert composed._side
+    for _ in range(3):
+        fresh = torch.randn_like(x)
+        a, b = graph(fresh)
+        torch.cuda.synchronize()
+        assert torch.equal(a, fresh * 2) and torch.equal(b, (fresh * 2 + fresh) * 2)

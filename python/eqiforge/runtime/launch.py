@@ -41,7 +41,7 @@ from typing import Any, Callable
 import torch
 
 from .loader import is_interpreted, kernels_of
-from .streams import StreamPlan, plan_streams
+from .streams import StreamPlan, plan_streams, run_plan
 
 # ---- binding a call's arguments ------------------------------------------------------
 
@@ -477,30 +477,15 @@ class LeanRunner:
         return tuple(inputs[i] if kind == 0 else bufs[i] for kind, i in self.result)
 
     def _lean_branches(self, inputs) -> tuple:
-        """The launches on the plan's streams: each side stream forks from
-        the caller's at its first launch, waits for the events of the
-        launches it depends on, and is joined back at the end."""
-        plan = self.plan
+        """The launches on the plan's streams (streams.run_plan)."""
         main = torch.cuda.current_stream(self.device)
-        streams = [main] + self._side
-        handles = [s.cuda_stream for s in streams]
         bufs = self._buffers(main.cuda_stream)
         enter, exit_ = self._hooks()
-        start = torch.cuda.Event()
-        start.record(main)
-        events: dict[int, torch.cuda.Event] = {}
-        for i, ln in enumerate(self.launches):
-            s = plan.stream[i]
-            if plan.forks[i]:
-                streams[s].wait_event(start)
-            for j in plan.waits[i]:
-                streams[s].wait_event(events[j])
-            self._run(ln, handles[s], inputs, bufs, enter, exit_)
-            if plan.record[i]:
-                events[i] = torch.cuda.Event()
-                events[i].record(streams[s])
-        for j in plan.joins:
-            main.wait_event(events[j])
+
+        def launch(i: int, stream) -> None:
+            self._run(self.launches[i], stream.cuda_stream, inputs, bufs, enter, exit_)
+
+        run_plan(self.plan, self._side, launch, self.device)
         return tuple(inputs[i] if kind == 0 else bufs[i] for kind, i in self.result)
 
     def __call__(self, *inputs):

@@ -467,22 +467,61 @@ class Step:
 
 class Composed:
     """The subgraphs chained: boundaries are materialized tensors, each
-    written by its producer and read by its consumers."""
+    written by its producer and read by its consumers.
+
+    While a CUDA graph is captured, subgraphs that read nothing another one
+    writes before them run on side streams (streams.plan_streams over the
+    steps' boundaries), as the lean path does with one module's kernels:
+    QK-norm projections' two subgraphs share only their input. The streams
+    are made on the first eager call on a GPU (captures are preceded by
+    warm-up calls), since making one during a capture is not allowed."""
 
     def __init__(self, plan: Plan, steps: list[Step]):
+        from .streams import plan_streams
+
         self.plan, self.steps = plan, steps
+        accesses = []
+        for step in steps:
+            reads = frozenset(("input" if kind == "input" else "boundary", i) for kind, i in step.subgraph.inputs)
+            writes = frozenset([("boundary", b) for _, b in step.subgraph.outputs if b is not None]
+                               + [("output", o) for o, _ in step.subgraph.outputs if o is not None])
+            accesses.append((reads, writes))
+        self.stream_plan = plan_streams(accesses) if len(steps) > 1 else None
+        if self.stream_plan is not None and self.stream_plan.streams < 2:
+            self.stream_plan = None
+        self._side: dict[Any, list] = {}   # device -> side streams
+
+    def _run_step(self, step: Step, inputs, boundary: list, outputs: list) -> None:
+        args = [inputs[i] if kind == "input" else boundary[i] for kind, i in step.subgraph.inputs]
+        outs = step.piece.runner(*args)
+        for (orig, b), t in zip(step.subgraph.outputs, outs):
+            if b is not None:
+                boundary[b] = t
+            if orig is not None:
+                outputs[orig] = t
 
     def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        from . import launch
+        from .streams import run_plan
+
         boundary: list[torch.Tensor | None] = [None] * len(self.plan.boundaries)
         outputs: list[torch.Tensor | None] = [None] * len(self.plan.outputs)
+        plan = self.stream_plan
+        device = inputs[0].device if inputs and isinstance(inputs[0], torch.Tensor) else None
+        if plan is not None and launch.SIDE_STREAMS and device is not None and device.type == "cuda":
+            if torch.cuda.is_current_stream_capturing():
+                side = self._side.get(device)
+                if side is not None:
+                    def run(i: int, stream) -> None:
+                        with torch.cuda.stream(stream):
+                            self._run_step(self.steps[i], inputs, boundary, outputs)
+
+                    run_plan(plan, side, run, device)
+                    return tuple(outputs)
+            elif device not in self._side:
+                self._side[device] = [torch.cuda.Stream(device=device) for _ in range(plan.streams - 1)]
         for step in self.steps:
-            args = [inputs[i] if kind == "input" else boundary[i] for kind, i in step.subgraph.inputs]
-            outs = step.piece.runner(*args)
-            for (orig, b), t in zip(step.subgraph.outputs, outs):
-                if b is not None:
-                    boundary[b] = t
-                if orig is not None:
-                    outputs[orig] = t
+            self._run_step(step, inputs, boundary, outputs)
         return tuple(outputs)
 
 

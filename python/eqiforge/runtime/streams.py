@@ -19,7 +19,7 @@ of its stream already covered it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Hashable, Sequence
+from typing import Any, Callable, Hashable, Sequence
 
 # Side streams a plan may use besides the caller's: more buy little, since the
 # branches of a decode layer's kernels are few and each stream costs a fork.
@@ -109,3 +109,29 @@ def plan_streams(accesses: Sequence[tuple[frozenset, frozenset]], max_streams: i
     for j in joins:
         record[j] = True
     return StreamPlan(stream, waits, record, forks, joins)
+
+
+def run_plan(plan: StreamPlan, side: list, launch: Callable[[int, Any], None], device) -> None:
+    """Runs launch(i, stream) for every launch of the plan in order, each on
+    its stream: a side stream forks from the caller's at its first launch,
+    waits for the events of the launches it depends on, and is joined back at
+    the end. `side` holds the plan's side streams (torch.cuda.Stream)."""
+    import torch
+
+    main = torch.cuda.current_stream(device)
+    streams = [main] + list(side)
+    start = torch.cuda.Event()
+    start.record(main)
+    events: dict[int, Any] = {}
+    for i, s in enumerate(plan.stream):
+        stream = streams[s]
+        if plan.forks[i]:
+            stream.wait_event(start)
+        for j in plan.waits[i]:
+            stream.wait_event(events[j])
+        launch(i, stream)
+        if plan.record[i]:
+            events[i] = torch.cuda.Event()
+            events[i].record(stream)
+    for j in plan.joins:
+        main.wait_event(events[j])
