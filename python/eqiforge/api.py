@@ -355,7 +355,7 @@ def compile_partitioned(fe, fn, example_inputs: tuple, opts: Options, progress: 
                      f"{'joined' if g['kept'] else 'kept apart'} ({len(g['fused'])} boundaries fed tile by tile): "
                      f"{g['kernels'][0]} kernels -> {g['kernels'][1]}, estimate {format_time(g['estimate_s'][0])} -> "
                      f"{format_time(g['estimate_s'][1])}{measured}")
-    streams = side_stream_note([s.piece.runner for s in composed.steps])
+    streams = side_stream_note([s.piece.runner for s in composed.steps], composed.stream_plan)
     if streams:
         notes.append(streams)
     if not interpret:

@@ -101,6 +101,12 @@ def test_the_reports_line_counts_the_kernels_on_side_streams():
     assert side_stream_note([SimpleNamespace(plan=None), object()]) is None
     assert "2 of the 3 kernels of its module" in side_stream_note([lean])
     assert "3 of the 5 kernels of 2 modules" in side_stream_note([lean, graph])
+    # A nested composition's steps count; a partition plan named `plan` does not.
+    nested = SimpleNamespace(plan=object(), steps=[SimpleNamespace(piece=SimpleNamespace(runner=lean))])
+    assert "2 of the 3 kernels of its module" in side_stream_note([nested])
+    steps = plan_streams([(F({"x"}), F({"a"})), (F({"x"}), F({"b"}))])
+    assert side_stream_note([nested], steps).endswith(
+        "2 of the 3 kernels of its module and 1 of the 2 subgraphs run beside what they do not depend on")
 
 
 def _composed(step_io):

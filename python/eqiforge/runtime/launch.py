@@ -534,17 +534,35 @@ class GraphRunner:
         return self.static_outputs
 
 
-def side_stream_note(runners: list) -> str | None:
-    """The report's line on the kernels that run on side streams in a
-    captured graph, or None when every kernel follows the one before."""
-    plans = [p for r in runners if (p := getattr(getattr(r, "inner", r), "plan", None)) is not None]
-    if not plans:
+def _module_plans(runner) -> list[StreamPlan]:
+    """The stream plans of the modules under a runner: a lean runner's, a
+    graph runner's inner one's, and those of a nested composition's steps."""
+    plan = getattr(runner, "plan", None)
+    if isinstance(plan, StreamPlan):
+        return [plan]
+    if getattr(runner, "inner", None) is not None:
+        return _module_plans(runner.inner)
+    return [p for step in getattr(runner, "steps", ()) for p in _module_plans(step.piece.runner)]
+
+
+def side_stream_note(runners: list, steps_plan: StreamPlan | None = None) -> str | None:
+    """The report's line on what runs on side streams in a captured graph:
+    kernels of one module (`runners`' plans), and subgraphs (`steps_plan`, a
+    composition's); None when everything follows what came before."""
+    plans = [p for r in runners for p in _module_plans(r)]
+    parts = []
+    if plans:
+        kernels = sum(len(p.stream) for p in plans)
+        side = sum(1 for p in plans for s in p.stream if s)
+        where = "its module" if len(plans) == 1 else f"{len(plans)} modules"
+        parts.append(f"{side} of the {kernels} kernels of {where}")
+    if steps_plan is not None:
+        side = sum(1 for s in steps_plan.stream if s)
+        parts.append(f"{side} of the {len(steps_plan.stream)} subgraphs")
+    if not parts:
         return None
-    kernels = sum(len(p.stream) for p in plans)
-    side = sum(1 for p in plans for s in p.stream if s)
-    where = "its module" if len(plans) == 1 else f"{len(plans)} modules"
-    return (f"side streams: in a captured CUDA graph, {side} of the {kernels} kernels of {where} "
-            f"run beside the kernels they do not depend on")
+    return (f"side streams: in a captured CUDA graph, {' and '.join(parts)} run beside what they do not "
+            f"depend on")
 
 
 def make_runner(module: types.ModuleType, params: dict, inputs: list[torch.Tensor], *, lean: bool = True,
