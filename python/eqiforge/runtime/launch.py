@@ -280,9 +280,10 @@ def _view_key(t: torch.Tensor) -> tuple:
     return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype)
 
 
-# Whether the lean path puts independent kernels on side streams while a CUDA
-# graph is captured (EQIFORGE_SIDE_STREAMS=0 turns it off: bench/side_streams.py
-# times one program both ways).
+# Whether the lean path (and a partitioned program's composition) puts
+# independent kernels (subgraphs) on side streams while a CUDA graph is
+# captured. EQIFORGE_SIDE_STREAMS=0 turns it off; bench.run sets it off to time
+# ours on one stream as well (gpu_one_stream_s).
 SIDE_STREAMS = os.environ.get("EQIFORGE_SIDE_STREAMS", "1") != "0"
 
 # The lean path keeps intermediate buffers between calls up to this many bytes
