@@ -383,26 +383,16 @@ class Worker:
 
     def graph_error(self, run: Callable, args: tuple, ref, context, notes: list[str]) -> float | None:
         """Relative L2 error against eager of one replay of run(*args) captured
-        as a CUDA graph."""
+        as a CUDA graph (eqiforge's GraphRunner: warm-up calls, then the capture)."""
         import torch
+        from eqiforge.runtime.launch import GraphRunner
 
         try:
-            graph = torch.cuda.CUDAGraph()
             with (context() if context else _null()), torch.no_grad():
-                side = torch.cuda.Stream(device=self.device)
-                side.wait_stream(torch.cuda.current_stream(self.device))
-                with torch.cuda.stream(side):
-                    for _ in range(2):
-                        run(*args)
-                torch.cuda.current_stream(self.device).wait_stream(side)
-                with torch.cuda.graph(graph):
-                    out = run(*args)
-            graph.replay()
-            self._sync()
-            err = rel_l2(out, ref)
-            del out
-            graph.reset()
-            return err
+                graph = GraphRunner(lambda *a: (run(*a),), list(args))
+                (out,) = graph(*args)
+                self._sync()
+            return rel_l2(out, ref)
         except Exception as e:  # noqa: BLE001 -- reported in the row
             notes.append(f"the CUDA graph replay's values could not be checked: {one_line(e)}")
             return None

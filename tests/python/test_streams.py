@@ -55,7 +55,7 @@ def test_independent_kernels_each_get_a_stream_and_are_joined():
     acc = [(F({"x", f"w{i}"}), F({f"y{i}"})) for i in range(3)]
     plan = plan_streams(acc)
     assert plan.stream == [0, 1, 2] and plan.waits == [[], [], []]
-    assert plan.forks == [0, 1, 1] and plan.joins == [1, 2]
+    assert plan.forks == [False, True, True] and plan.joins == [1, 2]
     check_plan(acc, plan)
 
 

@@ -4,6 +4,8 @@ Skipped without CUDA. Run them with TRITON_INTERPRET=0: conftest.py turns the
 interpreter on by default, and Triton then builds its library functions
 (tl.sum, tl.cdiv) for the interpreter, which no GPU kernel can call."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -185,7 +187,6 @@ def test_a_captured_graph_runs_independent_kernels_on_side_streams_with_the_same
 
 def test_kernels_that_read_each_others_buffers_stay_on_one_stream():
     check = pytest.importorskip("eqiforge.check")
-    from pathlib import Path
     text = (Path(__file__).resolve().parents[2] / "examples/attention_decode/flash_decoding.eqf").read_text()
     module = load_module(check.emit(text), interpret=False)
     assert list(module.WRITES) == ["states_kernel", "o_kernel"]

@@ -41,7 +41,7 @@ from typing import Any, Callable
 import torch
 
 from .loader import is_interpreted, kernels_of
-from .streams import StreamPlan, plan_streams, run_plan
+from .streams import StreamPlan, new_side_streams, run_plan, side_stream_plan
 
 # ---- binding a call's arguments ------------------------------------------------------
 
@@ -380,7 +380,7 @@ class LeanRunner:
         self.plan = self._stream_plan()
         self._side: list[torch.cuda.Stream] = []
         if self.plan is not None:
-            self._side = [torch.cuda.Stream(device=self.device) for _ in range(self.plan.streams - 1)]
+            self._side = new_side_streams(self.plan, self.device)
             branched = self._lean_branches(inputs)
             torch.cuda.synchronize(self.device)
             if not all(torch.equal(a, b) for a, b in zip(branched, expected)):
@@ -395,8 +395,7 @@ class LeanRunner:
         for ln in self.launches:
             touched = frozenset((kind, index) for _, kind, index in ln.slots)
             accesses.append((touched - ln.writes, ln.writes))
-        plan = plan_streams(accesses)
-        return plan if plan.streams > 1 else None
+        return side_stream_plan(accesses)
 
     def _buffer(self, t: torch.Tensor, buffers: dict[int, int], what: str) -> int:
         storage = t.untyped_storage().data_ptr()

@@ -477,7 +477,7 @@ class Composed:
     warm-up calls), since making one during a capture is not allowed."""
 
     def __init__(self, plan: Plan, steps: list[Step]):
-        from .streams import plan_streams
+        from .streams import side_stream_plan
 
         self.plan, self.steps = plan, steps
         accesses = []
@@ -486,10 +486,23 @@ class Composed:
             writes = frozenset([("boundary", b) for _, b in step.subgraph.outputs if b is not None]
                                + [("output", o) for o, _ in step.subgraph.outputs if o is not None])
             accesses.append((reads, writes))
-        self.stream_plan = plan_streams(accesses) if len(steps) > 1 else None
-        if self.stream_plan is not None and self.stream_plan.streams < 2:
-            self.stream_plan = None
+        self.stream_plan = side_stream_plan(accesses)
         self._side: dict[Any, list] = {}   # device -> side streams
+
+    def _side_streams(self, inputs) -> list | None:
+        """The side streams to run the steps on: only while a CUDA graph is
+        captured, and only once an eager call has made them."""
+        from . import launch
+        from .streams import new_side_streams
+
+        device = inputs[0].device if inputs and isinstance(inputs[0], torch.Tensor) else None
+        if self.stream_plan is None or not launch.SIDE_STREAMS or device is None or device.type != "cuda":
+            return None
+        if not torch.cuda.is_current_stream_capturing():
+            if device not in self._side:
+                self._side[device] = new_side_streams(self.stream_plan, device)
+            return None
+        return self._side.get(device)
 
     def _run_step(self, step: Step, inputs, boundary: list, outputs: list) -> None:
         args = [inputs[i] if kind == "input" else boundary[i] for kind, i in step.subgraph.inputs]
@@ -501,27 +514,20 @@ class Composed:
                 outputs[orig] = t
 
     def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        from . import launch
         from .streams import run_plan
 
         boundary: list[torch.Tensor | None] = [None] * len(self.plan.boundaries)
         outputs: list[torch.Tensor | None] = [None] * len(self.plan.outputs)
-        plan = self.stream_plan
-        device = inputs[0].device if inputs and isinstance(inputs[0], torch.Tensor) else None
-        if plan is not None and launch.SIDE_STREAMS and device is not None and device.type == "cuda":
-            if torch.cuda.is_current_stream_capturing():
-                side = self._side.get(device)
-                if side is not None:
-                    def run(i: int, stream) -> None:
-                        with torch.cuda.stream(stream):
-                            self._run_step(self.steps[i], inputs, boundary, outputs)
+        side = self._side_streams(inputs)
+        if side is None:
+            for step in self.steps:
+                self._run_step(step, inputs, boundary, outputs)
+        else:
+            def run(i: int, stream) -> None:
+                with torch.cuda.stream(stream):
+                    self._run_step(self.steps[i], inputs, boundary, outputs)
 
-                    run_plan(plan, side, run, device)
-                    return tuple(outputs)
-            elif device not in self._side:
-                self._side[device] = [torch.cuda.Stream(device=device) for _ in range(plan.streams - 1)]
-        for step in self.steps:
-            self._run_step(step, inputs, boundary, outputs)
+            run_plan(self.stream_plan, side, run, inputs[0].device)
         return tuple(outputs)
 
 

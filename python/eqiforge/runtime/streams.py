@@ -31,7 +31,7 @@ class StreamPlan:
     stream: list[int]                      # per launch: 0 the caller's stream, 1.. side streams
     waits: list[list[int]]                 # per launch: earlier launches (other streams) to wait for first
     record: list[bool]                     # per launch: record an event after it (someone waits for it)
-    forks: list[int] = field(default_factory=list)   # per launch: 1 when its side stream starts there
+    forks: list[bool] = field(default_factory=list)  # per launch: its side stream starts there
     joins: list[int] = field(default_factory=list)   # the last launch of each side stream, joined at the end
 
     @property
@@ -73,7 +73,7 @@ def plan_streams(accesses: Sequence[tuple[frozenset, frozenset]], max_streams: i
     stream = [0] * n
     waits: list[list[int]] = [[] for _ in range(n)]
     record = [False] * n
-    forks = [0] * n
+    forks = [False] * n
     tail: list[int] = []                    # per stream: its last launch
     covered: list[list[int]] = []           # covered[s][t]: the latest launch of t that s has waited for
     covered_at: list[list[int]] = []        # per launch: its stream's covered row right after it
@@ -85,7 +85,7 @@ def plan_streams(accesses: Sequence[tuple[frozenset, frozenset]], max_streams: i
             s = len(tail)
             tail.append(-1)
             covered.append([-1] * max_streams)
-            forks[i] = 1 if s else 0
+            forks[i] = s > 0
         else:
             s = min(range(len(tail)), key=lambda s: tail[s])
         stream[i] = s
@@ -109,6 +109,21 @@ def plan_streams(accesses: Sequence[tuple[frozenset, frozenset]], max_streams: i
     for j in joins:
         record[j] = True
     return StreamPlan(stream, waits, record, forks, joins)
+
+
+def side_stream_plan(accesses: Sequence[tuple[frozenset, frozenset]]) -> StreamPlan | None:
+    """plan_streams' plan, or None when it keeps every launch on the caller's
+    stream (nothing to overlap)."""
+    plan = plan_streams(accesses)
+    return plan if plan.streams > 1 else None
+
+
+def new_side_streams(plan: StreamPlan, device) -> list:
+    """The plan's side streams (torch.cuda.Stream) on `device`. Make them
+    outside a capture: making a stream during one is not allowed."""
+    import torch
+
+    return [torch.cuda.Stream(device=device) for _ in range(plan.streams - 1)]
 
 
 def run_plan(plan: StreamPlan, side: list, launch: Callable[[int, Any], None], device) -> None:
