@@ -82,9 +82,11 @@ class ModuleNames {
   const std::string& even(Axis a) const;
   // TILE_K for the whole dim k, TILE_K0 for a block of k.0, ...
   const std::string& tile(const DimView& v) const;
+  // GRID_N0: a fused launch's constexpr for the number of coordinates of a.
+  const std::string& grid_count(Axis a) const;
 
  private:
-  enum class Kind : uint8_t { Stride, Extent, Block, Count, BlockParam, Even, Tile };
+  enum class Kind : uint8_t { Stride, Extent, Block, Count, BlockParam, Even, Tile, GridCount };
   const std::string& named(Kind kind, uint32_t a, uint32_t b, const std::string& hint) const;
   mutable std::map<std::tuple<Kind, uint32_t, uint32_t>, std::string> names_;
   mutable NameTable table_;
@@ -108,11 +110,23 @@ struct KernelSignature {
 
 class KernelEmitter {
  public:
-  KernelEmitter(const Program& p, const LoweredProgram& lp, int kernel, const ModuleNames& names);
+  // `reserved`: local names the kernel must not use (those of the kernels
+  // before it in one fused launch, whose bodies share its Python scope).
+  KernelEmitter(const Program& p, const LoweredProgram& lp, int kernel, const ModuleNames& names,
+                const NameTable* reserved = nullptr);
 
+  // The expression of each grid axis's coordinate, in grid order; by default
+  // tl.program_id(i). Set before anything is emitted.
+  void set_program_ids(std::vector<std::string> exprs) { program_ids_ = std::move(exprs); }
+  // Emits the body into the emitter's statements and finds the signature
+  // (once; write and write_body call it).
+  void build();
   // Emits the whole kernel (decorator, signature, body).
   void write(CodeWriter& w);
-  const KernelSignature& signature() const { return sig_; }
+  // Only the body's statements, at the writer's depth: a branch of a fused launch.
+  void write_body(CodeWriter& w);
+  const KernelSignature& signature() const { return sig_; }  // after build()
+  const NameTable& locals() const { return locals_; }
 
   // ---- for op emitters ---------------------------------------------------
   const Program& program() const { return p_; }
@@ -251,6 +265,8 @@ class KernelEmitter {
   const ModuleNames& names_;
   NameTable locals_;
   KernelSignature sig_;
+  bool built_ = false;
+  std::vector<std::string> program_ids_;
 
   int current_ = -1;
   std::string hint_;
@@ -266,6 +282,11 @@ class KernelEmitter {
   bool reused_through_alias(NodeId n) const;
   std::set<ViewKey> multi_depth_;  // dims seen at more than one depth
 };
+
+// A kernel's parameter lines (pointers, then constexpr strides, extents,
+// blocks, masks' EVEN_ flags, tile sizes), for its signature.
+std::vector<std::string> kernel_params(const Program& p, const LoweredProgram& lp, const ModuleNames& names,
+                                       const KernelSignature& sig);
 
 // One emitter per op (triton_ops.cc), dispatched from the op table.
 using OpEmitter = TileTuple (*)(KernelEmitter& k, NodeId n, std::span<const TileTuple> kids);

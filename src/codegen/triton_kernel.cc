@@ -76,8 +76,10 @@ std::string KernelEmitter::address(int b, const Buffer& buf, const std::map<Symb
   return join(terms, " + ");
 }
 
-KernelEmitter::KernelEmitter(const Program& p, const LoweredProgram& lp, int kernel, const ModuleNames& names)
+KernelEmitter::KernelEmitter(const Program& p, const LoweredProgram& lp, int kernel, const ModuleNames& names,
+                             const NameTable* reserved)
     : p_(p), lp_(lp), kernel_(lp.kernels.at(size_t(kernel))), names_(names) {
+  if (reserved) locals_ = *reserved;
   blocks_[-1] = &top_;
   // Parameter names are claimed first so that let names never shadow them.
   for (size_t b = 0; b < lp.buffers.size(); ++b) {
@@ -785,13 +787,16 @@ void KernelEmitter::emit_store(const Store& st) {
   stmt(line);
 }
 
-void KernelEmitter::write(CodeWriter& w) {
+void KernelEmitter::build() {
+  if (built_) return;
+  built_ = true;
   for (size_t i = 0; i < kernel_.grid.size(); ++i) {
     Axis a = kernel_.grid[i];
     std::string pid = locals_.fresh("pid_" + py_ident(a.name()));
     pids_[a] = pid;
     if (!lp_.unit_axes.count(a)) sig_.blocks.insert(a);
-    top_.prologue.push_back(pid + " = tl.program_id(" + std::to_string(i) + ")");
+    top_.prologue.push_back(pid + " = " +
+                            (i < program_ids_.size() ? program_ids_[i] : "tl.program_id(" + std::to_string(i) + ")"));
   }
   current_ = -1;
   if (std::string live = grid_live(); !live.empty()) {
@@ -802,7 +807,15 @@ void KernelEmitter::write(CodeWriter& w) {
   }
   emit_block(kernel_.body, -1);
   for (const Store& st : kernel_.stores) emit_store(st);
+}
 
+void KernelEmitter::write_body(CodeWriter& w) {
+  build();
+  render(top_, w);
+}
+
+std::vector<std::string> kernel_params(const Program& p, const LoweredProgram& lp, const ModuleNames& names,
+                                       const KernelSignature& sig) {
   // Parameters: pointers, then the compile-time strides, extents and sizes.
   // Strides and extents are constexprs: shapes are fixed per module and the
   // strides of a given caller's tensors rarely change, and with them known
@@ -810,34 +823,40 @@ void KernelEmitter::write(CodeWriter& w) {
   // set compiles another specialization; it is never wrong).
   std::vector<std::string> lines;
   std::vector<std::string> ptrs;
-  for (int b : sig_.buffers) ptrs.push_back(names_.ptr(b));
+  for (int b : sig.buffers) ptrs.push_back(names.ptr(b));
   for (const std::string& l : wrap(ptrs)) lines.push_back(l);
-  for (int b : sig_.buffers) {
+  for (int b : sig.buffers) {
     std::vector<std::string> s;
-    for (Symbol d : lp_.buffers[size_t(b)].layout)
-      if (sig_.strides[b].count(d)) s.push_back(names_.stride(b, d) + ": tl.constexpr");
+    auto strides = sig.strides.find(b);
+    for (Symbol d : lp.buffers[size_t(b)].layout)
+      if (strides != sig.strides.end() && strides->second.count(d)) s.push_back(names.stride(b, d) + ": tl.constexpr");
     for (const std::string& l : wrap(s)) lines.push_back(l);
   }
   std::vector<std::string> ext;
-  for (const DimInfo& d : p_.dims.all())
-    if (sig_.extents.count(d.name)) ext.push_back(names_.extent(d.name) + ": tl.constexpr");
+  for (const DimInfo& d : p.dims.all())
+    if (sig.extents.count(d.name)) ext.push_back(names.extent(d.name) + ": tl.constexpr");
   for (const std::string& l : wrap(ext)) lines.push_back(l);
   std::vector<std::string> cx;
-  for (Axis a : lp_.axes)
-    if (sig_.blocks.count(a)) cx.push_back(names_.block(a) + ": tl.constexpr");
-  for (Axis a : lp_.axes)
-    if (sig_.evens.count(a)) cx.push_back(names_.even(a) + ": tl.constexpr");
+  for (Axis a : lp.axes)
+    if (sig.blocks.count(a)) cx.push_back(names.block(a) + ": tl.constexpr");
+  for (Axis a : lp.axes)
+    if (sig.evens.count(a)) cx.push_back(names.even(a) + ": tl.constexpr");
   std::vector<std::pair<std::pair<int, int>, std::string>> tiles;
-  for (const auto& [key, dot] : sig_.tiles) {
+  for (const auto& [key, dot] : sig.tiles) {
     Symbol d = Symbol::from_raw(key.first);
-    tiles.push_back({{p_.dims.order(d), key.second}, names_.tile(DimView{d, key.second, false})});
+    tiles.push_back({{p.dims.order(d), key.second}, names.tile(DimView{d, key.second, false})});
   }
   std::sort(tiles.begin(), tiles.end());
   for (const auto& [order, name] : tiles) cx.push_back(name + ": tl.constexpr");
-  if (sig_.input_precision) cx.push_back("INPUT_PRECISION: tl.constexpr");
-  if (sig_.gemv_dot) cx.push_back("GEMV_DOT: tl.constexpr");
+  if (sig.input_precision) cx.push_back("INPUT_PRECISION: tl.constexpr");
+  if (sig.gemv_dot) cx.push_back("GEMV_DOT: tl.constexpr");
   for (const std::string& l : wrap(cx)) lines.push_back(l);
+  return lines;
+}
 
+void KernelEmitter::write(CodeWriter& w) {
+  build();
+  std::vector<std::string> lines = kernel_params(p_, lp_, names_, sig_);
   w.line("@triton.jit");
   w.line("def " + kernel_.name + "(");
   {

@@ -36,16 +36,28 @@ class ModuleWriter {
 
   std::string run() {
     name_things();
-    header();
-    std::vector<KernelSignature> sigs;
+    // The kernels are emitted first: their signatures decide the launch groups,
+    // which the header's WRITES table lists.
+    CodeWriter kernels;
     for (size_t i = 0; i < lp_.kernels.size(); ++i) {
-      w_.blank(2);
+      kernels.blank(2);
       KernelEmitter k(p_, lp_named_, int(i), names_);
-      k.write(w_);
-      sigs.push_back(k.signature());
+      k.write(kernels);
+      sigs_.push_back(k.signature());
     }
+    form_groups();
+    for (Group& g : groups_)
+      if (g.members.size() > 1) {
+        kernels.blank(2);
+        fused_kernel(g, kernels);
+      }
+    header();
+    std::string text = kernels.str();
+    while (!text.empty() && text.back() == '\n') text.pop_back();
     w_.blank(2);
-    host(sigs);
+    w_.line(text);
+    w_.blank(2);
+    host();
     return w_.str();
   }
 
@@ -55,7 +67,7 @@ class ModuleWriter {
   void name_things() {
     // Module-level names first: constants, helpers, kernels.
     for (const char* n : {"forward", "PROGRAM", "INPUTS", "OUTPUTS", "BLOCK_PARAMS", "UNIT_AXES",
-                          "_default_block", "_check_input", "LAUNCH_FORMS", "WRITES"})
+                          "_default_block", "_check_input", "LAUNCH_FORMS", "WRITES", "FUSED"})
       module_.claim(n);
     for (const DimInfo& d : p_.dims.all()) {
       if (d.collected_from) continue;
@@ -70,7 +82,8 @@ class ModuleWriter {
     // Host locals: buffers (inputs are forward's parameters), block sizes,
     // coordinate counts.
     host_ = module_;
-    for (const char* n : {"num_warps", "num_stages", "input_precision", "gemv_dot"}) host_.claim(n);
+    for (const char* n : {"num_warps", "num_stages", "input_precision", "gemv_dot", "separate_launches"})
+      host_.claim(n);
     for (Axis a : lp_.axes) {
       host_.claim(names_.block_param(a));
       host_.claim(names_.count(a));
@@ -90,6 +103,150 @@ class ModuleWriter {
   // What an axis splits: its dim's extent at level 0, else the outer block.
   std::string split_value(Axis a) const {
     return a.level == 0 ? extent_value(a.dim) : block_value(Axis{a.dim, uint8_t(a.level - 1)});
+  }
+
+
+  // ---- launches shared by independent kernels ------------------------------------
+
+  // Kernels launched together. A group of one is a plain launch; a larger one
+  // also has a fused kernel that runs its members side by side in one launch:
+  // the programs of each member in turn on a one-dimensional grid, so the
+  // group pays one launch and one ramp and tail instead of one per member.
+  struct Group {
+    std::vector<int> members;  // kernel indices, in launch order
+    std::string name;          // the fused kernel (members.size() > 1)
+  };
+
+  // Two signatures can share a launch when every tile constexpr they both
+  // take has the same least size (a TILE_ parameter has one value a launch).
+  static bool tiles_agree(const KernelSignature& a, const KernelSignature& b) {
+    for (const auto& [key, pad] : a.tiles)
+      if (auto it = b.tiles.find(key); it != b.tiles.end() && it->second != pad) return false;
+    return true;
+  }
+
+  // Groups by launch level (lower/kernel.h: the kernels of one level never
+  // read what another of them writes). Each level's kernels join the first
+  // group of that level whose tiles agree with theirs.
+  void form_groups() {
+    const std::vector<int> level = launch_levels(lp_);
+    const int top = level.empty() ? -1 : *std::max_element(level.begin(), level.end());
+    for (int l = 0; l <= top; ++l) {
+      const size_t first = groups_.size();
+      for (size_t k = 0; k < lp_.kernels.size(); ++k) {
+        if (level[k] != l) continue;
+        auto fits = [&](const Group& g) {
+          return std::all_of(g.members.begin(), g.members.end(),
+                             [&](int m) { return tiles_agree(sigs_[size_t(m)], sigs_[k]); });
+        };
+        auto g = std::find_if(groups_.begin() + std::ptrdiff_t(first), groups_.end(), fits);
+        if (g == groups_.end()) groups_.push_back(Group{{int(k)}, ""});
+        else g->members.push_back(int(k));
+      }
+    }
+    for (size_t i = 0; i < groups_.size(); ++i)
+      if (groups_[i].members.size() > 1)
+        do groups_[i].name = module_.fresh("fused" + std::to_string(i) + "_kernel");
+        while (host_.taken(groups_[i].name));
+  }
+
+  bool any_fused() const {
+    return std::any_of(groups_.begin(), groups_.end(), [](const Group& g) { return g.members.size() > 1; });
+  }
+
+  // The union of the members' signatures: the fused kernel's parameters.
+  KernelSignature united(const Group& g) const {
+    KernelSignature u;
+    for (int m : g.members) {
+      const KernelSignature& s = sigs_[size_t(m)];
+      for (int b : s.buffers)
+        if (std::find(u.buffers.begin(), u.buffers.end(), b) == u.buffers.end()) u.buffers.push_back(b);
+      for (const auto& [b, dims] : s.strides) u.strides[b].insert(dims.begin(), dims.end());
+      u.extents.insert(s.extents.begin(), s.extents.end());
+      u.blocks.insert(s.blocks.begin(), s.blocks.end());
+      u.evens.insert(s.evens.begin(), s.evens.end());
+      u.tiles.insert(s.tiles.begin(), s.tiles.end());
+      u.input_precision |= s.input_precision;
+      u.gemv_dot |= s.gemv_dot;
+    }
+    return u;
+  }
+
+  // The grid axes of a group's members, first use first: each has a GRID_
+  // constexpr in the fused kernel.
+  std::vector<Axis> grid_axes(const Group& g) const {
+    std::vector<Axis> axes;
+    for (int m : g.members)
+      for (Axis a : lp_.kernels[size_t(m)].grid)
+        if (std::find(axes.begin(), axes.end(), a) == axes.end()) axes.push_back(a);
+    return axes;
+  }
+
+  // The number of programs of a member: the product of its grid's coordinate
+  // counts, spelled with `count` (GRID_ in the kernel, n_ on the host).
+  template <typename Count>
+  std::string programs(const Kernel& k, Count count) const {
+    std::vector<std::string> factors;
+    for (Axis a : k.grid) factors.push_back(count(a));
+    return factors.empty() ? "1" : join(factors, " * ");
+  }
+
+  void fused_kernel(const Group& g, CodeWriter& w) {
+    const KernelSignature sig = united(g);
+    std::vector<std::string> lines = codegen::kernel_params(p_, lp_named_, names_, sig);
+    std::vector<std::string> counts;
+    for (Axis a : grid_axes(g)) counts.push_back(names_.grid_count(a) + ": tl.constexpr");
+    if (!counts.empty()) lines.push_back(join(counts, ", ") + ",");
+    w.line("@triton.jit");
+    w.line("def " + g.name + "(");
+    {
+      auto params = w.indent();
+      for (const std::string& l : lines) w.line(l);
+    }
+    w.line("):");
+    auto body = w.indent();
+    std::vector<std::string> names;
+    for (int m : g.members) names.push_back(lp_named_.kernels[size_t(m)].name);
+    w.comment(join(names, ", ") + " side by side in one launch (none reads what another writes): each "
+              "member's programs in turn, on a one-dimensional grid.");
+    NameTable scope;
+    for (Axis a : grid_axes(g)) scope.claim(names_.grid_count(a));
+    const std::string pid = scope.fresh("pid");
+    w.line(pid + " = tl.program_id(0)");
+    std::string start;  // the programs of the members before, as a sum
+    for (size_t i = 0; i < g.members.size(); ++i) {
+      const Kernel& k = lp_named_.kernels[size_t(g.members[i])];
+      const std::string n = programs(k, [&](Axis a) { return names_.grid_count(a); });
+      const std::string end = start.empty() ? n : start + " + " + n;
+      if (i == 0)
+        w.line("if " + pid + " < " + end + ":");
+      else if (i + 1 < g.members.size())
+        w.line("elif " + pid + " < " + end + ":");
+      else
+        w.line("else:");
+      auto branch = w.indent();
+      w.comment(k.name + "'s body.");
+      // The member's coordinates from its program's index among its own:
+      // grid axis 0 varies fastest.
+      // (An operand that is not a name is parenthesized.)
+      auto operand = [](const std::string& x) {
+        return x.find(' ') == std::string::npos ? x : "(" + x + ")";
+      };
+      const std::string local = start.empty() ? pid : pid + " - " + operand(start);
+      std::vector<std::string> ids;
+      std::string below;  // product of the counts of the axes before
+      for (size_t j = 0; j < k.grid.size(); ++j) {
+        std::string id = below.empty() ? local : operand(local) + " // " + operand(below);
+        if (j + 1 < k.grid.size()) id = operand(id) + " % " + names_.grid_count(k.grid[j]);
+        ids.push_back(id);
+        below += (below.empty() ? "" : " * ") + names_.grid_count(k.grid[j]);
+      }
+      KernelEmitter e(p_, lp_named_, g.members[i], names_, &scope);
+      e.set_program_ids(ids);
+      e.write_body(w);
+      scope = e.locals();
+      start = end;
+    }
   }
 
   // ---- the module ----------------------------------------------------------------
@@ -138,7 +295,28 @@ class ModuleWriter {
       }
       writes.push_back(quote(k.name) + ": " + tuple_text(ptrs));
     }
+    for (const Group& g : groups_) {
+      if (g.members.size() < 2) continue;
+      std::vector<std::string> ptrs;
+      for (int m : g.members)
+        for (const Store& st : lp_.kernels[size_t(m)].stores) {
+          std::string q = quote(names_.ptr(st.buffer));
+          if (std::find(ptrs.begin(), ptrs.end(), q) == ptrs.end()) ptrs.push_back(q);
+        }
+      writes.push_back(quote(g.name) + ": " + tuple_text(ptrs));
+    }
     w_.line("WRITES = {" + join(writes, ", ") + "}");
+    if (any_fused()) {
+      w_.comment("The kernels each fused kernel runs side by side in one launch (forward's separate_launches).");
+      std::vector<std::string> fused;
+      for (const Group& g : groups_) {
+        if (g.members.size() < 2) continue;
+        std::vector<std::string> names;
+        for (int m : g.members) names.push_back(quote(lp_named_.kernels[size_t(m)].name));
+        fused.push_back(quote(g.name) + ": " + tuple_text(names));
+      }
+      w_.line("FUSED = {" + join(fused, ", ") + "}");
+    }
     w_.blank(2);
     w_.line("def _default_block(size):");
     {
@@ -180,10 +358,15 @@ class ModuleWriter {
     return std::string(dtype_name(b.dtype)) + "[" + join(dims, " ") + "]";
   }
 
-  void host(const std::vector<KernelSignature>& sigs) {
+  void host() {
+    const std::vector<KernelSignature>& sigs = sigs_;
     const bool gemv = std::any_of(sigs.begin(), sigs.end(), [](const KernelSignature& s) { return s.gemv_dot; });
+    const bool fused = any_fused();
+    std::vector<std::string> forms;
+    if (gemv) forms.push_back(quote("gemv_dot"));
+    if (fused) forms.push_back(quote("separate_launches"));
     w_.comment("forward's keyword arguments that choose between two forms of a kernel (booleans).");
-    w_.line(std::string("LAUNCH_FORMS = ") + (gemv ? "(\"gemv_dot\",)" : "()"));
+    w_.line("LAUNCH_FORMS = " + (forms.empty() ? std::string("()") : tuple_text(forms)));
     w_.blank(2);
     std::vector<std::string> params;
     for (size_t i = 0; i < p_.inputs().size(); ++i) params.push_back(names_.buffer[i]);
@@ -194,6 +377,7 @@ class ModuleWriter {
     params.push_back("num_stages=2");
     params.push_back("input_precision=\"ieee\"");
     if (gemv) params.push_back("gemv_dot=False");
+    if (fused) params.push_back("separate_launches=False");
     std::string sig = "def forward(" + join(params, ", ") + "):";
     if (sig.size() <= 110) {
       w_.line(sig);
@@ -227,6 +411,10 @@ class ModuleWriter {
       w_.line("gemv_dot: each product of a vector and a matrix as a tl.dot of the vector padded to 16");
       w_.line("rows (True), or as a multiply and sum (False).");
     }
+    if (fused) {
+      w_.line("separate_launches: every kernel in a launch of its own (True), or the independent kernels");
+      w_.line("of each group side by side in one launch of its fused kernel (False).");
+    }
     w_.line("\"\"\"");
 
     for (size_t i = 0; i < p_.inputs().size(); ++i) {
@@ -257,7 +445,20 @@ class ModuleWriter {
       w_.line(names_.buffer[b] + " = torch.empty(" + shape_text(buf) +
               ", device=device, dtype=" + dtype_torch(buf.dtype) + ")");
     }
-    for (size_t i = 0; i < lp_.kernels.size(); ++i) launch(lp_named_.kernels[i], sigs[i]);
+    for (const Group& g : groups_) {
+      if (g.members.size() == 1) {
+        launch(lp_named_.kernels[size_t(g.members[0])], sigs[size_t(g.members[0])]);
+        continue;
+      }
+      w_.line("if separate_launches:");
+      {
+        auto branch = w_.indent();
+        for (int m : g.members) launch(lp_named_.kernels[size_t(m)], sigs[size_t(m)]);
+      }
+      w_.line("else:");
+      auto branch = w_.indent();
+      fused_launch(g);
+    }
     std::vector<std::string> results;
     for (int b : output_buffers) results.push_back(names_.buffer[size_t(b)]);
     w_.line("return " + tuple_text(results));
@@ -278,6 +479,21 @@ class ModuleWriter {
     w_.line(")");
   }
 
+  void fused_launch(const Group& g) {
+    std::vector<std::string> parts, names;
+    for (int m : g.members) {
+      const Kernel& k = lp_named_.kernels[size_t(m)];
+      parts.push_back(programs(k, [&](Axis a) { return names_.count(a); }));
+      names.push_back(k.name);
+    }
+    w_.comment(g.name + ": " + join(names, ", ") + " in one launch.");
+    w_.line(g.name + "[(" + join(parts, " + ") + ",)](");
+    std::vector<std::string> counts;
+    for (Axis a : grid_axes(g)) counts.push_back(names_.grid_count(a) + "=" + names_.count(a));
+    launch_args(united(g), counts);
+    w_.line(")");
+  }
+
   // A tile's size on the host: the next power of two of its block, at least
   // 16 where a tl.dot takes it.
   static std::string padded(TilePad pad, const std::string& pow2) {
@@ -286,7 +502,8 @@ class ModuleWriter {
     return pow2;
   }
 
-  void launch_args(const KernelSignature& sig) {
+  // `extra`: keyword arguments after the signature's own (a fused launch's grid counts).
+  void launch_args(const KernelSignature& sig, const std::vector<std::string>& extra = {}) {
     auto args = w_.indent();
     std::vector<std::string> ptrs;
     for (int b : sig.buffers) ptrs.push_back(names_.buffer[size_t(b)]);
@@ -329,6 +546,7 @@ class ModuleWriter {
     }
     if (sig.input_precision) kw.push_back("INPUT_PRECISION=input_precision");
     if (sig.gemv_dot) kw.push_back("GEMV_DOT=gemv_dot");
+    kw.insert(kw.end(), extra.begin(), extra.end());
     // Keyword arguments, wrapped.
     std::string line;
     for (const std::string& item : kw) {
@@ -345,6 +563,8 @@ class ModuleWriter {
   const Program& p_;
   const LoweredProgram& lp_;
   LoweredProgram lp_named_;  // kernels renamed to unique Python names
+  std::vector<KernelSignature> sigs_;  // each kernel's, in launch order
+  std::vector<Group> groups_;          // the launches, in order
   std::string source_;
   CodeWriter w_;
   NameTable module_, host_;

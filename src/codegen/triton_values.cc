@@ -71,6 +71,9 @@ const std::string& ModuleNames::block_param(Axis a) const {
 const std::string& ModuleNames::even(Axis a) const {
   return named(Kind::Even, a.dim.raw(), a.level, "EVEN_" + py_upper(a.name()));
 }
+const std::string& ModuleNames::grid_count(Axis a) const {
+  return named(Kind::GridCount, a.dim.raw(), a.level, "GRID_" + py_upper(a.name()));
+}
 const std::string& ModuleNames::tile(const DimView& v) const {
   std::string hint = v.depth == 0 ? py_upper(v.dim.str()) : py_upper(Axis{v.dim, uint8_t(v.depth - 1)}.name());
   return named(Kind::Tile, v.dim.raw(), uint32_t(v.depth), "TILE_" + hint);

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <set>
 #include <string>
 #include <unordered_map>
 
@@ -476,9 +477,15 @@ ProgramEstimate report(const ProgramSummary& s, const LoweredProgram& lp, const 
   out.feasible = true;
   out.stages = t.pipeline_stages;
   for (size_t i = 0; i < s.axes.size(); ++i) out.blocks[s.axes[i].axis] = int64_t(z.block[i]);
+  // The kernels of one launch level run in one launch (codegen's fused
+  // kernels): only the first of each level pays the launch.
+  const std::vector<int> level = launch_levels(lp);
+  std::set<int> launched;
   for (size_t ki = 0; ki < s.kernels.size(); ++ki) {
     const KernelSummary& k = s.kernels[ki];
     KernelEval e = eval_kernel(k, z, t);
+    const bool pays_launch = launched.insert(level[ki]).second;
+    if (!pays_launch) e.seconds -= t.launch_s;
     if (overflow(e, t) > 0) {
       out.feasible = false;
       out.why_infeasible += (out.why_infeasible.empty() ? "" : "; ") + overflow_text(k.name, e, t);
@@ -494,7 +501,7 @@ ProgramEstimate report(const ProgramSummary& s, const LoweredProgram& lp, const 
     ke.memory_s = e.memory_s;
     ke.mma_s = e.mma_s;
     ke.other_s = e.other_s;
-    ke.launch_s = t.launch_s;
+    ke.launch_s = pays_launch ? t.launch_s : 0;
     ke.seconds = e.seconds;
     ke.masked = e.masked;
     ke.latency_s = e.latency_s;

@@ -430,6 +430,17 @@ void KernelBuilder::visit_preduce(NodeId n, int scope) {
 
 }  // namespace
 
+std::vector<int> launch_levels(const LoweredProgram& lp) {
+  std::vector<int> level(lp.kernels.size(), 0);
+  for (size_t k = 0; k < lp.kernels.size(); ++k)
+    for (const Load& ld : lp.kernels[k].loads) {
+      if (ld.buffer < 0) continue;
+      const int producer = lp.buffers[size_t(ld.buffer)].producer;
+      if (producer >= 0 && size_t(producer) < k) level[k] = std::max(level[k], level[size_t(producer)] + 1);
+    }
+  return level;
+}
+
 std::vector<NodeId> loop_parts(const Program& p, const Loop& loop) {
   NodeId body = p.children(loop.preduce)[0];
   if (p.node(body).op != Op::Tuple) return {body};

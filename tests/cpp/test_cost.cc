@@ -121,6 +121,29 @@ std::string add_program(int64_t m, int64_t n) {
          "  (output z [m n] (combine m.0 m (add (partition m.0 m x) (partition m.0 m y)))))";
 }
 
+// Kernels of one launch level run in one fused launch: one launch for a and
+// b, one for y and z.
+TEST(CostModel, KernelsOfOneLaunchLevelPayOneLaunch) {
+  Program p = parse_and_check(R"((program three (dims (m 6) (k 20) (n 12))
+      (input x f32 [m k]) (input w1 f32 [k n]) (input w2 f32 [k n])
+      (let a (combine m.0 m (combine n.0 n (tile_matmul k (partition m.0 m (replicate n.0 x))
+                                                          (partition n.0 n (replicate m.0 w1))))))
+      (let b (combine n.0 n (tile_matmul k (replicate n.0 x) (partition n.0 n w2))))
+      (output y [m n] (combine m.0 m (mul (partition m.0 m a) (partition m.0 m b))))
+      (output z [n] (combine n.0 n (sum m (partition n.0 n b))))))", "three.eqf");
+  CostModel cm(h200());
+  ProgramEstimate e = cm.estimate(p);
+  ASSERT_TRUE(e.feasible) << e.why_infeasible;
+  ASSERT_EQ(e.kernels.size(), 4u);
+  std::vector<double> launches;
+  double sum = 0;
+  for (const KernelEstimate& k : e.kernels) launches.push_back(k.launch_s), sum += k.seconds;
+  EXPECT_EQ(launches, (std::vector<double>{h200().launch_s, 0, h200().launch_s, 0}));
+  EXPECT_DOUBLE_EQ(e.seconds, sum);
+  for (const KernelEstimate& k : e.kernels)
+    EXPECT_NEAR(k.seconds, std::max({k.memory_s, k.mma_s, k.other_s, k.latency_s}) + k.launch_s, 1e-15) << k.name;
+}
+
 TEST(CostModel, MemoryBoundKernelCostsItsBytesOverTheBandwidth) {
   Program p = parse_and_check(add_program(4096, 4096));
   CostModel cm(h200());

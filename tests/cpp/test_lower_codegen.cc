@@ -15,6 +15,7 @@
 #include "eqiforge/codegen/code_writer.h"
 #include "eqiforge/codegen/triton.h"
 #include "eqiforge/ir/parse.h"
+#include "eqiforge/lower/kernel.h"
 
 namespace eqf {
 namespace {
@@ -163,6 +164,50 @@ TEST(TritonEmit, OpWithoutAKernelFormIsAnErrorNamingIt) {
     EXPECT_NE(std::string(e.what()).find("rename over a value computed inside the kernel"), std::string::npos)
         << e.what();
   }
+}
+
+
+// Two levels of two independent kernels: a (grid m.0, n.0) beside b (grid
+// n.0), then y (grid m.0), which reads both, beside z (grid n.0).
+constexpr const char* kTwoLevels = R"((program three (dims (m 6) (k 20) (n 12))
+      (input x f32 [m k]) (input w1 f32 [k n]) (input w2 f32 [k n])
+      (let a (combine m.0 m (combine n.0 n (tile_matmul k (partition m.0 m (replicate n.0 x))
+                                                          (partition n.0 n (replicate m.0 w1))))))
+      (let b (combine n.0 n (tile_matmul k (replicate n.0 x) (partition n.0 n w2))))
+      (output y [m n] (combine m.0 m (mul (partition m.0 m a) (partition m.0 m b))))
+      (output z [n] (combine n.0 n (sum m (partition n.0 n b))))))";
+
+TEST(Lower, LaunchLevelsFollowTheBuffersKernelsRead) {
+  Program p = parse_and_check(kTwoLevels, "three.eqf");
+  LoweredProgram lp = lower_program(p);
+  ASSERT_EQ(lp.kernels.size(), 4u);
+  EXPECT_EQ(launch_levels(lp), (std::vector<int>{0, 0, 1, 1}));
+}
+
+TEST(TritonEmit, IndependentKernelsOfALevelShareAFusedLaunch) {
+  std::string m = emit_triton(parse_and_check(kTwoLevels, "three.eqf"));
+  EXPECT_NE(m.find("def fused0_kernel("), std::string::npos) << m;
+  EXPECT_NE(m.find("def fused1_kernel("), std::string::npos) << m;
+  EXPECT_NE(m.find("\"fused0_kernel\": (\"a_ptr\", \"b_ptr\"), \"fused1_kernel\": (\"y_ptr\", \"z_ptr\")"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("LAUNCH_FORMS = (\"separate_launches\",)"), std::string::npos) << m;
+  EXPECT_NE(m.find("separate_launches=False"), std::string::npos) << m;
+  // a's programs (grid n.0, m.0; axis 0 fastest) first, then b's; then y's and z's.
+  EXPECT_NE(m.find("    if pid < GRID_N0 * GRID_M0:"), std::string::npos) << m;
+  EXPECT_NE(m.find("pid_n0 = pid % GRID_N0"), std::string::npos) << m;
+  EXPECT_NE(m.find("pid_m0 = pid // GRID_N0"), std::string::npos) << m;
+  EXPECT_NE(m.find("pid_n0_2 = pid - (GRID_N0 * GRID_M0)"), std::string::npos) << m;
+  EXPECT_NE(m.find("fused0_kernel[(n_n0 * n_m0 + n_n0,)]("), std::string::npos) << m;
+  EXPECT_NE(m.find("GRID_N0=n_n0, GRID_M0=n_m0"), std::string::npos) << m;
+  EXPECT_NE(m.find("    if pid < GRID_M0:"), std::string::npos) << m;
+  EXPECT_NE(m.find("pid_n0 = pid - GRID_M0"), std::string::npos) << m;
+}
+
+TEST(TritonEmit, ADependentChainHasNoFusedLaunch) {
+  std::string m = emit_triton(parse_and_check_file("examples/attention_decode/flash_decoding.eqf"));
+  EXPECT_EQ(m.find("fused"), std::string::npos) << m;
+  EXPECT_NE(m.find("LAUNCH_FORMS = ()"), std::string::npos) << m;
 }
 
 // ---- golden modules -------------------------------------------------------------------

@@ -368,11 +368,47 @@ def _stored_pointers(module_text):
     return {kernel: set(re.findall(r"tl\.store\(\s*(\w+_ptr)\b", body)) for kernel, body in bodies}
 
 
-@pytest.mark.parametrize("name", TILED + ["attention_decode/naive.eqf", "rmsnorm_mlp/naive.eqf"])
+# Two launch levels of two independent kernels each: a (grid n.0 x m.0)
+# beside b (grid n.0), then y (grid m.0), which reads both, beside z.
+TWO_LEVELS = """(program three (dims (m 6) (k 20) (n 12))
+  (input x f32 [m k]) (input w1 f32 [k n]) (input w2 f32 [k n])
+  (let a (combine m.0 m (combine n.0 n (tile_matmul k (partition m.0 m (replicate n.0 x))
+                                                      (partition n.0 n (replicate m.0 w1))))))
+  (let b (combine n.0 n (tile_matmul k (replicate n.0 x) (partition n.0 n w2))))
+  (output y [m n] (combine m.0 m (mul (partition m.0 m a) (partition m.0 m b))))
+  (output z [n] (combine n.0 n (sum m (partition n.0 n b)))))"""
+
+
+def test_independent_kernels_of_a_level_run_in_one_fused_launch(modules):
+    from eqiforge.runtime.launch import record_launches
+
+    module = modules(TWO_LEVELS)
+    assert module.LAUNCH_FORMS == ("separate_launches",)
+    assert module.FUSED == {"fused0_kernel": ("a_kernel", "b_kernel"), "fused1_kernel": ("y_kernel", "z_kernel")}
+    inputs = [torch.randn(6, 20), torch.randn(20, 12), torch.randn(20, 12)]
+    blocks = {"block_m0": 4, "block_n0": 8}
+    fused, launches = record_launches(module, inputs, blocks)
+    assert [r.kernel for r in launches] == ["fused0_kernel", "fused1_kernel"]
+    assert [r.grid for r in launches] == [(2 * 2 + 2,), (2 + 2,)]
+    separate, launches = record_launches(module, inputs, {**blocks, "separate_launches": True})
+    assert [r.kernel for r in launches] == ["a_kernel", "b_kernel", "y_kernel", "z_kernel"]
+    assert all(torch.equal(f, s) for f, s in zip(fused, separate))
+    # Both forms against the reference interpreter, ragged blocks and blocks
+    # of 1 included (members of different program counts).
+    trials = []
+    for blocks in ({"m.0": 4, "n.0": 8}, {"m.0": 1, "n.0": 5}, {"m.0": 8, "n.0": 16}, {}):
+        trials += check.check_program(TWO_LEVELS, seed=4, trials=1, blocks=blocks, module=module)
+    assert sorted({tuple(t.forms) for t in trials}) == [(), ("separate_launches",)]
+    assert_close(trials)
+
+
+@pytest.mark.parametrize("name", TILED + ["attention_decode/naive.eqf", "rmsnorm_mlp/naive.eqf", "mla/naive.eqf",
+                                          "two_levels"])
 def test_the_writes_table_names_every_pointer_each_kernel_stores_through(name):
     # The lean launch path lets kernels that share no written buffer run side
-    # by side in a captured graph: a pointer missing here would race.
-    text = check.emit(text_of(name))
+    # by side in a captured graph: a pointer missing here would race. A fused
+    # kernel stores through every pointer its members do.
+    text = check.emit(TWO_LEVELS if name == "two_levels" else text_of(name))
     namespace = {}
     exec(re.search(r"^WRITES = .*$", text, re.M).group(0), namespace)
     stored = _stored_pointers(text)

@@ -232,6 +232,17 @@ def test_shrink_lowers_stages_first_then_halves_the_largest_block():
     assert shrink(deep, space, out_of_resources=True) == Config(3, c.blocks, 4, 3)
 
 
+def test_shrink_splits_fused_launches_before_anything_else():
+    options = make_options(block_sizes=[16, 32, 64], num_warps=[2, 4, 8], num_stages=[1, 2, 3])
+    space = make_space(3, NESTED, {"m": 100, "n": 40, "h": 1}, options, forms=("gemv_dot", "separate_launches"))
+    c = Config(3, (("block_h0", 1), ("block_m0", 64), ("block_m1", 32), ("block_n0", 64)), 4, 3, ("gemv_dot",))
+    split = shrink(c, space, out_of_resources=True)
+    assert split == Config(3, c.blocks, 4, 3, ("gemv_dot", "separate_launches"))
+    assert split.params()["separate_launches"] is True
+    # Once separate, the usual order: fewer stages, then smaller blocks.
+    assert shrink(split, space, out_of_resources=True) == Config(3, c.blocks, 4, 1, split.forms)
+
+
 # ---- the tuner on deliberately broken modules ---------------------------------------
 
 N = 37  # not a multiple of any block size

@@ -169,9 +169,9 @@ def test_a_captured_graph_runs_independent_kernels_on_side_streams_with_the_same
     check = pytest.importorskip("eqiforge.check")
     module = load_module(check.emit(THREE_HEADS), interpret=False)
     inputs = [torch.randn(8, 32, device="cuda"), torch.randn(32, 4, device="cuda"), torch.randn(32, 6, device="cuda")]
-    base = ModuleRunner(module, {})
+    base = ModuleRunner(module, {"separate_launches": True})
     lean = LeanRunner(base, inputs)
-    # Three kernels, each reading the inputs only: three streams.
+    # Three kernels, each reading the inputs only, launched separately: three streams.
     assert lean.plan is not None and lean.plan.streams == 3
     assert "2 of the 3 kernels" in side_stream_note([lean])
     expected = [t.clone() for t in base(*inputs)]
@@ -183,6 +183,26 @@ def test_a_captured_graph_runs_independent_kernels_on_side_streams_with_the_same
         want = base(*fresh)
         assert all(torch.equal(a, b) for a, b in zip(got, want))
     assert not any(torch.equal(a, b) for a, b in zip(got, expected))
+
+
+def test_independent_kernels_in_one_fused_launch_give_the_separate_launches_values():
+    check = pytest.importorskip("eqiforge.check")
+    from test_codegen import TWO_LEVELS
+
+    for text, shapes, launches in ((THREE_HEADS, [(8, 32), (32, 4), (32, 6)], 1),
+                                   (TWO_LEVELS, [(6, 20), (20, 12), (20, 12)], 2)):
+        module = load_module(check.emit(text), interpret=False)
+        inputs = [torch.randn(*s, device="cuda") for s in shapes]
+        fused = ModuleRunner(module, {})
+        separate = ModuleRunner(module, {"separate_launches": True})
+        lean = LeanRunner(fused, inputs)   # checks its bits against the fused launch path
+        assert len(lean.launches) == launches
+        # The members' code is the same in both forms; the compiler may still
+        # order a sum's terms differently inside the fused kernel.
+        want = separate(*inputs)
+        for got in (fused(*inputs), lean(*inputs), GraphRunner(lean, inputs)(*inputs)):
+            torch.cuda.synchronize()
+            assert all(torch.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(got, want))
 
 
 def test_kernels_that_read_each_others_buffers_stay_on_one_stream():

@@ -142,6 +142,13 @@ std::vector<NodeId> loop_parts(const Program& p, const Loop& loop);
 // why ("lowering: combine of m.0 inside a loop over k.0 ...").
 LoweredProgram lower_program(const Program& p, const LowerOptions& options = {});
 
+// Each kernel's launch level: one past the highest level of the kernels
+// whose buffers it reads (0 for a kernel that reads only inputs). Every
+// buffer has one producer, launched before its readers, so the kernels of one
+// level never read what another of them writes: they may run side by side,
+// and the emitted module launches them together (codegen/triton.h).
+std::vector<int> launch_levels(const LoweredProgram& lp);
+
 // The default unit axes of a program (see "Unit axes" above).
 std::set<Axis> default_unit_axes(const Program& p);
 // The unit axes one tile_matmul over k with operands of types a and b asks

@@ -113,6 +113,14 @@ def kernel_reports(module: types.ModuleType, params: dict, inputs: list[torch.Te
     outputs, records = record_launches(module, inputs, params)
     uses, mid_names = buffer_uses(records, inputs, outputs)
     info = {k.name: k for k in kernels}
+    # A fused launch (the module's FUSED table) runs several kernels: it
+    # reports their ops together, its members named.
+    for name, members in getattr(module, "FUSED", {}).items():
+        parts = [info.get(m, KernelInfo(m)) for m in members]
+        info[name] = KernelInfo(f"{name} ({' + '.join(members)})",
+                                list(dict.fromkeys(op for p in parts for op in p.ops)),
+                                list(dict.fromkeys(a for p in parts for a in p.grid)),
+                                list(dict.fromkeys(a for p in parts for a in p.loops)))
     reports = []
     for rec, use in zip(records, uses):
         k = info.get(rec.kernel, KernelInfo(rec.kernel))
@@ -136,7 +144,7 @@ def kernel_reports(module: types.ModuleType, params: dict, inputs: list[torch.Te
                 return jit[grid](*args, **kwargs)
 
             time_s = timer(launch, REP_MS)
-        reports.append(KernelReport(rec.kernel, list(k.ops), list(k.grid), list(k.loops), reads, writes, time_s))
+        reports.append(KernelReport(k.name, list(k.ops), list(k.grid), list(k.loops), reads, writes, time_s))
     return reports
 
 

@@ -258,12 +258,22 @@ def neighbours(config: Config, space: Space) -> list[Config]:
     return unique
 
 
+# The launch form that runs every kernel in a launch of its own (off: the
+# independent kernels of a level share one fused launch).
+SEPARATE = "separate_launches"
+
+
 def shrink(config: Config, space: Space, out_of_resources: bool) -> Config | None:
     """A smaller configuration to try after `config` failed: fewer pipeline
     stages when it ran out of resources (the stages multiply the shared memory
     of pipelined loads; START_STAGES from more, the fewest allowed from
     START_STAGES or fewer), else its largest block above the tile floor halved;
-    None when there is nothing left to shrink."""
+    None when there is nothing left to shrink. A module's fused launches
+    (kernels side by side in one kernel, which needs the registers of its
+    largest member and may need the shared memory of all) are first split into
+    separate launches, at the same sizes."""
+    if SEPARATE in space.forms and SEPARATE not in config.forms:
+        return dataclasses.replace(config, forms=tuple(sorted(config.forms + (SEPARATE,))))
     if out_of_resources and config.num_stages > START_STAGES and START_STAGES in space.num_stages:
         return dataclasses.replace(config, num_stages=START_STAGES)
     if out_of_resources and config.num_stages > space.num_stages[0]:
