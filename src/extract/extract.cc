@@ -253,10 +253,13 @@ class Enumerator {
   }
 
  private:
-  // The optimistic bound of a partial program: each kernel it already has
-  // costs a launch, and its inputs and the outputs must cross memory once.
+  // The optimistic bound of a partial program: the kernels it already has
+  // cost a launch (one in all: independent kernels share a fused launch, and
+  // which of them are independent is not known yet), and its inputs and the
+  // outputs must cross memory once.
   double lower_bound(uint32_t kernels, double input_bytes) const {
-    return double(kernels) * opt_.cost->launch_seconds() + opt_.cost->transfer_seconds(input_bytes + output_bytes_);
+    return double(std::min<uint32_t>(kernels, 1)) * opt_.cost->launch_seconds() +
+           opt_.cost->transfer_seconds(input_bytes + output_bytes_);
   }
   double kth_best() const {
     return best_.size() < opt_.prune_k ? std::numeric_limits<double>::infinity() : best_.top();
