@@ -287,6 +287,8 @@ class KernelEmitter {
 // blocks, masks' EVEN_ flags, tile sizes), for its signature.
 std::vector<std::string> kernel_params(const Program& p, const LoweredProgram& lp, const ModuleNames& names,
                                        const KernelSignature& sig);
+// "@triton.jit", then `def name(` with the parameter lines and `):`.
+void write_jit_def(CodeWriter& w, const std::string& name, const std::vector<std::string>& param_lines);
 
 // One emitter per op (triton_ops.cc), dispatched from the op table.
 using OpEmitter = TileTuple (*)(KernelEmitter& k, NodeId n, std::span<const TileTuple> kids);

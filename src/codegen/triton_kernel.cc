@@ -854,16 +854,19 @@ std::vector<std::string> kernel_params(const Program& p, const LoweredProgram& l
   return lines;
 }
 
-void KernelEmitter::write(CodeWriter& w) {
-  build();
-  std::vector<std::string> lines = kernel_params(p_, lp_, names_, sig_);
+void write_jit_def(CodeWriter& w, const std::string& name, const std::vector<std::string>& param_lines) {
   w.line("@triton.jit");
-  w.line("def " + kernel_.name + "(");
+  w.line("def " + name + "(");
   {
     auto params = w.indent();
-    for (const std::string& l : lines) w.line(l);
+    for (const std::string& l : param_lines) w.line(l);
   }
   w.line("):");
+}
+
+void KernelEmitter::write(CodeWriter& w) {
+  build();
+  write_jit_def(w, kernel_.name, kernel_params(p_, lp_, names_, sig_));
   auto body = w.indent();
   std::string role;
   const Buffer& first = lp_.buffers[size_t(kernel_.stores.front().buffer)];

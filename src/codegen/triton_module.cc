@@ -197,13 +197,7 @@ class ModuleWriter {
     std::vector<std::string> counts;
     for (Axis a : grid_axes(g)) counts.push_back(names_.grid_count(a) + ": tl.constexpr");
     if (!counts.empty()) lines.push_back(join(counts, ", ") + ",");
-    w.line("@triton.jit");
-    w.line("def " + g.name + "(");
-    {
-      auto params = w.indent();
-      for (const std::string& l : lines) w.line(l);
-    }
-    w.line("):");
+    codegen::write_jit_def(w, g.name, lines);
     auto body = w.indent();
     std::vector<std::string> names;
     for (int m : g.members) names.push_back(lp_named_.kernels[size_t(m)].name);
