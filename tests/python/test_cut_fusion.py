@@ -99,3 +99,33 @@ def test_a_reused_piece_offers_its_chosen_program_then_its_alternatives_under_ea
         "(program b (dims (m 4) (h 2)) (input z f16 [m h]) (output w [m] (sum h z)))",
     ]
     assert CutFusion._programs(P.Step(info, piece), 0) == programs[:1]
+
+
+def two_norms(x, wq, wk):
+    """Per-head RMS norms of two projections of x: two paths that share only
+    their input (QK-norm projections, small), which a bound of 8 operators
+    cuts into one subgraph each."""
+    q = (x @ wq).view(4, 2, 8)
+    k = (x @ wk).view(4, 2, 8)
+    q = q * torch.rsqrt(q.pow(2).mean(-1, keepdim=True) + 1e-6)
+    k = k * torch.rsqrt(k.pow(2).mean(-1, keepdim=True) + 1e-6)
+    return q, k
+
+
+def test_independent_subgraphs_join_side_by_side_and_share_launches():
+    g = torch.Generator().manual_seed(6)
+    args = [torch.randn(4, 32, generator=g), torch.randn(32, 16, generator=g), torch.randn(32, 16, generator=g)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InterpreterWarning)
+        fast = eqiforge.optimize(two_norms, *args, partition_ops=8, **FAST)
+    assert isinstance(fast, P.ComposedProgram) and fast.stats.subgraphs == 2
+    [group] = fast.stats.fused
+    # Nothing passes between them: joined with no boundary, at a lower
+    # estimate (one launch a level instead of one a kernel).
+    assert group["subgraphs"] == [0, 1] and group["fused"] == [] and group["kept"]
+    assert group["estimate_s"][1] < group["estimate_s"][0]
+    [step] = fast.composed.steps
+    assert len(step.piece.module.FUSED) >= 1
+    other = [torch.randn(a.shape, generator=g) for a in args]
+    for got, want in zip(fast(*other), two_norms(*other)):
+        assert rel_l2(got, want) <= 1e-4

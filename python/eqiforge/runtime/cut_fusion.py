@@ -13,9 +13,11 @@ program with the structural rules alone (a small e-graph: both pieces are
 tiled already) forms the kernels, one where the cut was.
 
 ``fuse_cuts`` walks the subgraphs in execution order and grows a group
-while the next subgraph reads a boundary of the group, the composition
-feeds at least one boundary tile by tile, and the composed program's best
-static estimate is below the sum of the group's and the subgraph's. Each
+while the next subgraph reads a boundary of the group and the composition
+feeds at least one boundary tile by tile, or reads none of the group (the
+two run side by side: their independent kernels share launches, the
+emitter's fused kernels), and the composed program's best static estimate
+is below the sum of the group's and the subgraph's. Each
 group of two or more subgraphs is then tuned like a subgraph (every
 configuration verified against its reference, the group's high-level
 programs composed and evaluated in PyTorch) and replaces its members only
@@ -170,8 +172,10 @@ class CutFusion:
         members = {s.subgraph.index for s in group.steps} | {sg.index}
         ins, _ = _names(sg.program)
         produced = {n for n, (_, b) in out_names.items() if b is not None}
-        if not any(n in produced for n in ins):
-            return None
+        # A subgraph that reads nothing of the group joins it side by side:
+        # the composition is both programs in one, whose independent kernels
+        # share launches (the emitter's fused kernels).
+        beside = not any(n in produced for n in ins)
         keep = self._needed_elsewhere(plan, members, out_names)
         wiring = group.wiring + [(sg.hash, sorted(ins.index(n) for n in ins if n in produced),
                                   sorted(k for k, n in enumerate(out_names) if n in keep))]
@@ -184,7 +188,7 @@ class CutFusion:
         fresh = joined.key not in self.found
         if fresh:
             self.found[joined.key] = self._best_composition(producers, consumers, keep,
-                                                            group.estimate_s + piece.estimate_s, sg.name)
+                                                            group.estimate_s + piece.estimate_s, sg.name, beside)
         hit = self.found[joined.key]
         if hit is None:
             return None
@@ -228,12 +232,12 @@ class CutFusion:
         return out
 
     def _best_composition(self, producers: list[str], consumers: list[str], keep: list[str], before_s: float,
-                          name: str):
+                          name: str, beside: bool = False):
         """The best extraction over the compositions of a producer and a
-        consumer program that feed a boundary tile by tile: (best candidate,
-        the search, the program searched, the boundaries fed tile by tile,
-        (producer, consumer) indices), or None when no estimate is below
-        `before_s`."""
+        consumer program that feed a boundary tile by tile (or, `beside`,
+        share none: side by side): (best candidate, the search, the program
+        searched, the boundaries fed tile by tile, (producer, consumer)
+        indices), or None when no estimate is below `before_s`."""
         s = self.searcher
         best = None
         refused = None
@@ -244,7 +248,7 @@ class CutFusion:
                 except ValueError as e:  # the core's IRError: the two do not compose (names, types)
                     refused = refused or str(e).splitlines()[0]
                     continue
-                if not fused:
+                if not fused and not beside:
                     continue
                 found = search.find_candidates(tiled, s.opts, s.target, file="<fused cut>", rules="structural")
                 if not found.candidates or found.candidates[0].estimate_s is None:
@@ -367,7 +371,7 @@ class CutFusion:
             self.searcher._info(
                 f"fusing across cuts: {names}: {kernels_before} kernels -> {group.kernels}, estimate "
                 f"{estimate_before * 1e6:.1f} -> {group.estimate_s * 1e6:.1f} µs (boundaries fed tile by tile: "
-                f"{', '.join(group.fused)})")
+                f"{', '.join(group.fused) or 'none, side by side'})")
             step = self._step_of(group, args_of)
             before = [st.piece.time_s for st in group.steps]
             self.log.append({"subgraphs": [st.subgraph.index for st in group.steps], "fused": group.fused,
