@@ -25,6 +25,7 @@ from eqiforge.runtime.tuner import (
     Config,
     HalvingRound,
     NoValidCandidate,
+    SEPARATE,
     Tuner,
     code_signature,
     make_space,
@@ -367,6 +368,31 @@ def test_a_module_that_does_not_import_is_dropped():
     result = tuner.run()
     assert result.best.candidate.rank == 2
     assert tuner.stats.compile_failed == 1 and "could not be emitted or imported" in tuner.stats.failures[0]
+
+
+def fused_form_wrong() -> str:
+    """A module with the separate_launches form whose default (fused) form
+    gives wrong values."""
+    src = module_source("tl.exp(x) * 2.0", extra="if not separate_launches: y = None")
+    src = src.replace("def forward(x, *, block_m0=None, num_warps=4, num_stages=2):",
+                      'LAUNCH_FORMS = ("separate_launches",)\n\n\n'
+                      "def forward(x, *, block_m0=None, num_warps=4, num_stages=2, separate_launches=False):")
+    return src.replace("    return (y,)", "    return (y * (1.0 if separate_launches else 1.5),)")
+
+
+def test_a_fused_launch_that_fails_is_retried_as_separate_launches_at_the_same_sizes():
+    tuner = Tuner(binding(), reference, example(), candidates(fused_form_wrong(), blocks=[{"m.0": 32}]),
+                  make_options(), interpret=True)
+    result = tuner.run()
+    assert result.best.config.forms == ("separate_launches",)
+    assert dict(result.best.config.blocks) == {"block_m0": 32}
+    assert tuner.stats.verify_failed == 1 and tuner.stats.verified == 1
+    assert result.best.error <= TOLERANCE
+    # Timed: the same retry in the first phase; the fused form never verifies.
+    tuner, _, _ = measured_tuner([fused_form_wrong()], blocks=[{"m.0": 32}])
+    result = tuner.run()
+    assert result.best.config.forms == ("separate_launches",)
+    assert all(SEPARATE in c.forms for c, verdict in tuner.history if verdict == "verified")
 
 
 def test_verification_uses_fresh_inputs_not_the_examples():

@@ -682,11 +682,24 @@ class Tuner:
             flat.extend(outputs[len(self.binding.outputs):])
         return flat
 
+    def _split(self, cand: Candidate, config: Config, space: Space) -> Config | None:
+        """`config` in separate launches when it just failed in its fused ones
+        (to compile, run or verify) and nothing of the candidate has verified."""
+        if (self._last_failure is None or self._successes.get(cand.rank, 0) or SEPARATE not in space.forms
+                or SEPARATE in config.forms):
+            return None
+        split = dataclasses.replace(config, forms=tuple(sorted(config.forms + (SEPARATE,))))
+        return None if split in self._tried else split
+
     def _retry(self, cand: Candidate, config: Config, space: Space) -> Config | None:
         """What to try next for a candidate whose `config` just failed and none
-        of whose configurations has verified: a smaller configuration after a
-        failed compilation (while fewer than the limit have failed), else
-        nothing."""
+        of whose configurations has verified: the same sizes in separate
+        launches when its fused launches failed in any way (to compile, run
+        or verify: every member is still a kernel of its own), a smaller
+        configuration after a failed compilation (while fewer than the limit
+        have failed), else nothing."""
+        if split := self._split(cand, config, space):
+            return split
         if (self._last_failure != "compile" or self._successes.get(cand.rank, 0)
                 or self._compile_failures.get(cand.rank, 0) >= _MAX_COMPILE_FAILURES_WITHOUT_SUCCESS):
             return None
@@ -774,6 +787,8 @@ class Tuner:
             if cand.blocks and all(a in cand.blocks for a in block_params):
                 config = Config(cand.rank, tuple(sorted((block_params[a], cand.blocks[a]) for a in block_params)))
             trial = self.evaluate(cand, config)
+            if trial is None and (split := self._split(cand, config or Config(cand.rank, ()), self._space(cand))):
+                trial = self.evaluate(cand, split)
             if trial is None:
                 continue
             self._successes[cand.rank] = 1
