@@ -84,9 +84,14 @@ class ModuleNames {
   const std::string& tile(const DimView& v) const;
   // GRID_N0: a fused launch's constexpr for the number of coordinates of a.
   const std::string& grid_count(Axis a) const;
+  // A fused launch's tile constexpr of view v at least size `pad` (TILE_E_DOT),
+  // for a member that pads v otherwise than the launch's first member does;
+  // and the EVEN_ flag of axis a computed with that size (EVEN_K0_DOT).
+  const std::string& tile_alias(const DimView& v, int pad) const;
+  const std::string& even_alias(Axis a, int pad) const;
 
  private:
-  enum class Kind : uint8_t { Stride, Extent, Block, Count, BlockParam, Even, Tile, GridCount };
+  enum class Kind : uint8_t { Stride, Extent, Block, Count, BlockParam, Even, Tile, GridCount, TileAlias, EvenAlias };
   const std::string& named(Kind kind, uint32_t a, uint32_t b, const std::string& hint) const;
   mutable std::map<std::tuple<Kind, uint32_t, uint32_t>, std::string> names_;
   mutable NameTable table_;
@@ -106,6 +111,11 @@ struct KernelSignature {
   std::map<std::pair<uint32_t, int>, TilePad> tiles;  // (dim, depth) -> its least size
   bool input_precision = false;
   bool gemv_dot = false;  // a GEMV_DOT constexpr picks a contraction's form (contract in triton_ops.cc)
+  // A fused launch's tile constexprs for members that pad a view otherwise
+  // than its first member (name, (dim, depth), least size), and the EVEN_
+  // flags computed with them (name, axis, its tile's least size).
+  std::vector<std::tuple<std::string, std::pair<uint32_t, int>, TilePad>> tile_aliases;
+  std::vector<std::tuple<std::string, Axis, TilePad>> even_aliases;
 };
 
 class KernelEmitter {
@@ -118,6 +128,13 @@ class KernelEmitter {
   // The expression of each grid axis's coordinate, in grid order; by default
   // tl.program_id(i). Set before anything is emitted.
   void set_program_ids(std::vector<std::string> exprs) { program_ids_ = std::move(exprs); }
+  // Other names for tile constexprs (by (dim, depth)) and EVEN_ flags (by
+  // axis): a member of a fused launch whose tiles are padded otherwise than
+  // the launch's first member's. Set before anything is emitted.
+  void set_aliases(std::map<std::pair<uint32_t, int>, std::string> tiles, std::map<Axis, std::string> evens) {
+    tile_aliases_ = std::move(tiles);
+    even_aliases_ = std::move(evens);
+  }
   // Emits the body into the emitter's statements and finds the signature
   // (once; write and write_body call it).
   void build();
@@ -267,6 +284,8 @@ class KernelEmitter {
   KernelSignature sig_;
   bool built_ = false;
   std::vector<std::string> program_ids_;
+  std::map<std::pair<uint32_t, int>, std::string> tile_aliases_;
+  std::map<Axis, std::string> even_aliases_;
 
   int current_ = -1;
   std::string hint_;

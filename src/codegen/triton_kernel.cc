@@ -164,7 +164,9 @@ std::string KernelEmitter::extent(Symbol d) {
 }
 
 std::string KernelEmitter::tile(const DimView& v) {
-  sig_.tiles.emplace(std::make_pair(v.dim.raw(), v.depth), TilePad::None);
+  const auto key = std::make_pair(v.dim.raw(), v.depth);
+  sig_.tiles.emplace(key, TilePad::None);
+  if (auto it = tile_aliases_.find(key); it != tile_aliases_.end()) return it->second;
   return names_.tile(v);
 }
 
@@ -287,7 +289,9 @@ const KernelEmitter::Index& KernelEmitter::index(const DimView& v) {
       // Blocks that tile the dim exactly (the host's EVEN_ flag): a constant
       // mask, which Triton folds away with the selects and load masks it feeds.
       sig_.evens.insert(a);
-      mask = "tl.full((" + tile(v) + ",), True, tl.int1) if " + names_.even(a) + " else " + mask;
+      auto alias = even_aliases_.find(a);
+      mask = "tl.full((" + tile(v) + ",), True, tl.int1) if " +
+             (alias != even_aliases_.end() ? alias->second : names_.even(a)) + " else " + mask;
     }
     out.push_back(ix.mask + " = " + mask);
   }
@@ -848,6 +852,8 @@ std::vector<std::string> kernel_params(const Program& p, const LoweredProgram& l
   }
   std::sort(tiles.begin(), tiles.end());
   for (const auto& [order, name] : tiles) cx.push_back(name + ": tl.constexpr");
+  for (const auto& alias : sig.tile_aliases) cx.push_back(std::get<0>(alias) + ": tl.constexpr");
+  for (const auto& alias : sig.even_aliases) cx.push_back(std::get<0>(alias) + ": tl.constexpr");
   if (sig.input_precision) cx.push_back("INPUT_PRECISION: tl.constexpr");
   if (sig.gemv_dot) cx.push_back("GEMV_DOT: tl.constexpr");
   for (const std::string& l : wrap(cx)) lines.push_back(l);

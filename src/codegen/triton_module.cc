@@ -117,46 +117,41 @@ class ModuleWriter {
     std::string name;          // the fused kernel (members.size() > 1)
   };
 
-  // Two signatures can share a launch when every tile constexpr they both
-  // take has the same least size (a TILE_ parameter has one value a launch).
-  static bool tiles_agree(const KernelSignature& a, const KernelSignature& b) {
-    for (const auto& [key, pad] : a.tiles)
-      if (auto it = b.tiles.find(key); it != b.tiles.end() && it->second != pad) return false;
-    return true;
-  }
-
   // Groups by launch level (lower/kernel.h: the kernels of one level never
-  // read what another of them writes). Each level's kernels join the first
-  // group of that level whose tiles agree with theirs.
+  // read what another of them writes), in launch order within a level.
   void form_groups() {
     const std::vector<int> level = launch_levels(lp_);
     const int top = level.empty() ? -1 : *std::max_element(level.begin(), level.end());
     for (int l = 0; l <= top; ++l) {
-      const size_t first = groups_.size();
-      for (size_t k = 0; k < lp_.kernels.size(); ++k) {
-        if (level[k] != l) continue;
-        auto fits = [&](const Group& g) {
-          return std::all_of(g.members.begin(), g.members.end(),
-                             [&](int m) { return tiles_agree(sigs_[size_t(m)], sigs_[k]); });
-        };
-        auto g = std::find_if(groups_.begin() + std::ptrdiff_t(first), groups_.end(), fits);
-        if (g == groups_.end()) groups_.push_back(Group{{int(k)}, ""});
-        else g->members.push_back(int(k));
+      Group g;
+      for (size_t k = 0; k < lp_.kernels.size(); ++k)
+        if (level[k] == l) g.members.push_back(int(k));
+      if (g.members.empty()) continue;
+      if (g.members.size() > 1) {
+        do g.name = module_.fresh("fused" + std::to_string(groups_.size()) + "_kernel");
+        while (host_.taken(g.name));
       }
+      groups_.push_back(std::move(g));
     }
-    for (size_t i = 0; i < groups_.size(); ++i)
-      if (groups_[i].members.size() > 1)
-        do groups_[i].name = module_.fresh("fused" + std::to_string(i) + "_kernel");
-        while (host_.taken(groups_[i].name));
   }
 
   bool any_fused() const {
     return std::any_of(groups_.begin(), groups_.end(), [](const Group& g) { return g.members.size() > 1; });
   }
 
-  // The union of the members' signatures: the fused kernel's parameters.
-  KernelSignature united(const Group& g) const {
-    KernelSignature u;
+  // A fused launch's parameters: the members' signatures united, each tile
+  // constexpr at the least size of the first member that has it. A member
+  // that pads a view otherwise (to 16 for a tl.dot where another does not)
+  // gets a tile constexpr of its own, and the EVEN_ flags computed with it,
+  // so every member runs on the tile sizes it was emitted for.
+  struct FusedParams {
+    KernelSignature sig;
+    std::vector<std::map<std::pair<uint32_t, int>, std::string>> tiles;  // per member: its aliases
+    std::vector<std::map<Axis, std::string>> evens;
+  };
+  FusedParams united(const Group& g) const {
+    FusedParams f;
+    KernelSignature& u = f.sig;
     for (int m : g.members) {
       const KernelSignature& s = sigs_[size_t(m)];
       for (int b : s.buffers)
@@ -164,12 +159,34 @@ class ModuleWriter {
       for (const auto& [b, dims] : s.strides) u.strides[b].insert(dims.begin(), dims.end());
       u.extents.insert(s.extents.begin(), s.extents.end());
       u.blocks.insert(s.blocks.begin(), s.blocks.end());
-      u.evens.insert(s.evens.begin(), s.evens.end());
-      u.tiles.insert(s.tiles.begin(), s.tiles.end());
       u.input_precision |= s.input_precision;
       u.gemv_dot |= s.gemv_dot;
+      auto& tiles = f.tiles.emplace_back();
+      for (const auto& [key, pad] : s.tiles) {
+        auto [it, fresh] = u.tiles.try_emplace(key, pad);
+        if (fresh || it->second == pad) continue;
+        const std::string& name = names_.tile_alias(DimView{Symbol::from_raw(key.first), key.second, false}, int(pad));
+        tiles[key] = name;
+        if (std::none_of(u.tile_aliases.begin(), u.tile_aliases.end(),
+                         [&](const auto& t) { return std::get<0>(t) == name; }))
+          u.tile_aliases.emplace_back(name, key, pad);
+      }
+      auto& evens = f.evens.emplace_back();
+      for (Axis a : s.evens) {
+        auto key = std::make_pair(a.dim.raw(), int(a.level) + 1);
+        if (!tiles.count(key)) {
+          u.evens.insert(a);
+          continue;
+        }
+        const TilePad pad = s.tiles.at(key);
+        const std::string& name = names_.even_alias(a, int(pad));
+        evens[a] = name;
+        if (std::none_of(u.even_aliases.begin(), u.even_aliases.end(),
+                         [&](const auto& e) { return std::get<0>(e) == name; }))
+          u.even_aliases.emplace_back(name, a, pad);
+      }
     }
-    return u;
+    return f;
   }
 
   // The grid axes of a group's members, first use first: each has a GRID_
@@ -192,8 +209,8 @@ class ModuleWriter {
   }
 
   void fused_kernel(const Group& g, CodeWriter& w) {
-    const KernelSignature sig = united(g);
-    std::vector<std::string> lines = codegen::kernel_params(p_, lp_named_, names_, sig);
+    const FusedParams params = united(g);
+    std::vector<std::string> lines = codegen::kernel_params(p_, lp_named_, names_, params.sig);
     std::vector<std::string> counts;
     for (Axis a : grid_axes(g)) counts.push_back(names_.grid_count(a) + ": tl.constexpr");
     if (!counts.empty()) lines.push_back(join(counts, ", ") + ",");
@@ -205,6 +222,8 @@ class ModuleWriter {
               "member's programs in turn, on a one-dimensional grid.");
     NameTable scope;
     for (Axis a : grid_axes(g)) scope.claim(names_.grid_count(a));
+    for (const auto& alias : params.sig.tile_aliases) scope.claim(std::get<0>(alias));
+    for (const auto& alias : params.sig.even_aliases) scope.claim(std::get<0>(alias));
     const std::string pid = scope.fresh("pid");
     w.line(pid + " = tl.program_id(0)");
     std::string start;  // the programs of the members before, as a sum
@@ -237,6 +256,7 @@ class ModuleWriter {
       }
       KernelEmitter e(p_, lp_named_, g.members[i], names_, &scope);
       e.set_program_ids(ids);
+      e.set_aliases(params.tiles[i], params.evens[i]);
       e.write_body(w);
       scope = e.locals();
       start = end;
@@ -484,7 +504,7 @@ class ModuleWriter {
     w_.line(g.name + "[(" + join(parts, " + ") + ",)](");
     std::vector<std::string> counts;
     for (Axis a : grid_axes(g)) counts.push_back(names_.grid_count(a) + "=" + names_.count(a));
-    launch_args(united(g), counts);
+    launch_args(united(g).sig, counts);
     w_.line(")");
   }
 
@@ -537,6 +557,16 @@ class ModuleWriter {
       std::string block = block_value(a), pow2 = "triton.next_power_of_2(" + block + ")";
       kw.push_back(names_.even(a) + "=" + split_value(a) + " % " + block + " == 0 and " +
                    padded(it == sig.tiles.end() ? TilePad::None : it->second, pow2) + " == " + block);
+    }
+    for (const auto& [name, key, pad] : sig.tile_aliases) {
+      Symbol d = Symbol::from_raw(key.first);
+      std::string size = key.second == 0 ? extent_value(d) : block_value(Axis{d, uint8_t(key.second - 1)});
+      kw.push_back(name + "=" + padded(pad, "triton.next_power_of_2(" + size + ")"));
+    }
+    for (const auto& [name, a, pad] : sig.even_aliases) {
+      std::string block = block_value(a);
+      kw.push_back(name + "=" + split_value(a) + " % " + block + " == 0 and " +
+                   padded(pad, "triton.next_power_of_2(" + block + ")") + " == " + block);
     }
     if (sig.input_precision) kw.push_back("INPUT_PRECISION=input_precision");
     if (sig.gemv_dot) kw.push_back("GEMV_DOT=gemv_dot");

@@ -74,6 +74,26 @@ const std::string& ModuleNames::even(Axis a) const {
 const std::string& ModuleNames::grid_count(Axis a) const {
   return named(Kind::GridCount, a.dim.raw(), a.level, "GRID_" + py_upper(a.name()));
 }
+namespace {
+const char* pad_suffix(int pad) {
+  switch (TilePad(pad)) {
+    case TilePad::None:
+      return "_PLAIN";
+    case TilePad::GemvDot:
+      return "_GEMV";
+    case TilePad::Dot:
+      return "_DOT";
+  }
+  return "";
+}
+}  // namespace
+
+const std::string& ModuleNames::tile_alias(const DimView& v, int pad) const {
+  return named(Kind::TileAlias, v.dim.raw(), uint32_t(v.depth) * 4 + uint32_t(pad), tile(v) + pad_suffix(pad));
+}
+const std::string& ModuleNames::even_alias(Axis a, int pad) const {
+  return named(Kind::EvenAlias, a.dim.raw(), uint32_t(a.level) * 4 + uint32_t(pad), even(a) + pad_suffix(pad));
+}
 const std::string& ModuleNames::tile(const DimView& v) const {
   std::string hint = v.depth == 0 ? py_upper(v.dim.str()) : py_upper(Axis{v.dim, uint8_t(v.depth - 1)}.name());
   return named(Kind::Tile, v.dim.raw(), uint32_t(v.depth), "TILE_" + hint);

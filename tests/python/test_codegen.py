@@ -402,6 +402,31 @@ def test_independent_kernels_of_a_level_run_in_one_fused_launch(modules):
     assert_close(trials)
 
 
+# Three independent kernels whose tiles differ in size: a's tl.dot pads its
+# e and m.0 tiles to 16, b (e whole) and c (m.0 blocks) do not.
+PADS = """(program pads (dims (m 6) (k 32) (e 4))
+  (input x f32 [m k]) (input w f32 [k e])
+  (output a [m e] (combine m.0 m (tile_matmul k (partition m.0 m x) (replicate m.0 w))))
+  (output b [e] (sum k (mul w w)))
+  (output c [m] (combine m.0 m (sum k (partition m.0 m x)))))"""
+
+
+def test_members_of_a_fused_launch_keep_their_own_tile_sizes(modules):
+    module = modules(PADS)
+    source = Path(module.__file__).read_text()
+    assert module.FUSED == {"fused0_kernel": ("a_kernel", "b_kernel", "c_kernel")}
+    # b and c get tile constexprs of their own where a pads to 16, and c the
+    # EVEN_ flag computed with its own tile.
+    assert "TILE_E_PLAIN=triton.next_power_of_2(E)" in source
+    assert "TILE_M0_PLAIN=triton.next_power_of_2(block_m0)" in source
+    assert "EVEN_M0_PLAIN=M % block_m0 == 0 and triton.next_power_of_2(block_m0) == block_m0" in source
+    trials = []
+    for block in (1, 2, 4, 5, 16):
+        trials += check.check_program(PADS, seed=8, trials=1, blocks={"m.0": block}, module=module)
+    assert sorted({tuple(t.forms) for t in trials}) == [(), ("separate_launches",)]
+    assert_close(trials)
+
+
 @pytest.mark.parametrize("name", TILED + ["attention_decode/naive.eqf", "rmsnorm_mlp/naive.eqf", "mla/naive.eqf",
                                           "two_levels"])
 def test_the_writes_table_names_every_pointer_each_kernel_stores_through(name):
