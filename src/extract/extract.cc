@@ -253,13 +253,13 @@ class Enumerator {
   }
 
  private:
-  // The optimistic bound of a partial program: the kernels it already has
-  // cost a launch (one in all: independent kernels share a fused launch, and
-  // which of them are independent is not known yet), and its inputs and the
+  // The optimistic bound of a partial program: its kernels cost a launch a
+  // launch level (independent kernels share a fused launch): one, or two
+  // once a kernel reads another's result (`chained`); and its inputs and the
   // outputs must cross memory once.
-  double lower_bound(uint32_t kernels, double input_bytes) const {
-    return double(std::min<uint32_t>(kernels, 1)) * opt_.cost->launch_seconds() +
-           opt_.cost->transfer_seconds(input_bytes + output_bytes_);
+  double lower_bound(uint32_t kernels, bool chained, double input_bytes) const {
+    const double launches = kernels == 0 ? 0 : chained ? 2 : 1;
+    return launches * opt_.cost->launch_seconds() + opt_.cost->transfer_seconds(input_bytes + output_bytes_);
   }
   double kth_best() const {
     return best_.size() < opt_.prune_k ? std::numeric_limits<double>::infinity() : best_.top();
@@ -298,7 +298,7 @@ class Enumerator {
     work.push(std::move(init), init_price);
     while (!work.empty()) {
       PartialProgram s = work.pop();
-      if (pruning() && lower_bound(s.kernels, s.input_bytes) > kth_best()) {
+      if (pruning() && lower_bound(s.kernels, s.chained, s.input_bytes) > kth_best()) {
         ++st.pruned;
         continue;
       }
@@ -348,7 +348,9 @@ class Enumerator {
           continue;
         }
         double in_bytes = input_bytes(o);
-        if (pruning() && lower_bound(s.kernels + (o.kernel_root ? 1 : 0), s.input_bytes + in_bytes) > kth_best()) {
+        if (pruning() && lower_bound(s.kernels + (o.kernel_root ? 1 : 0),
+                                     s.chained || (o.kernel_root && hole.kernel != kNoScope),
+                                     s.input_bytes + in_bytes) > kth_best()) {
           ++st.pruned;
           continue;
         }

@@ -98,6 +98,7 @@ bool Filler::fill_first_hole(PartialProgram& s, uint32_t option, double input_by
   s.filled.insert(at, Filled{h.cls, option, h.req, h.scope, h.kernel, weight});
   s.key = s.key.plus(c, o.canon);
   s.kernels += o.kernel_root ? 1 : 0;
+  s.chained = s.chained || (o.kernel_root && h.kernel != kNoScope);
   s.input_bytes += input_bytes;
   uint8_t child = table_.child_req(o, h.req);
   uint32_t child_scope = scope_below(c, o, h.scope);

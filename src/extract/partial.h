@@ -51,6 +51,7 @@ struct PartialProgram {
   std::vector<Hole> holes;     // in the order they were reached
   Key key;
   uint32_t kernels = 0;        // kernel roots among the filled classes
+  bool chained = false;        // some kernel root lies in another kernel's region (reads it: two launch levels)
   double input_bytes = 0;      // bytes of the inputs the filled classes read
   double spent = 0;            // the guide's prices of the filled classes (best-first)
 

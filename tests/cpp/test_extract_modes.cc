@@ -101,7 +101,8 @@ TEST(ExtractPruning, KeepsTheBestCandidates) {
     EXPECT_LE(pruned.stats.states_expanded, full.stats.states_expanded);
     if (folder == "lora") {
       // Depth-first finds the one-kernel form first; the two-kernel form's
-      // partial programs cost two launches, more than it: they are cut.
+      // partial programs, one kernel reading the other's result, cost two
+      // launches, more than it: they are cut.
       EXPECT_GT(pruned.stats.pruned, 0u);
       EXPECT_LT(pruned.stats.states_expanded, full.stats.states_expanded);
       EXPECT_EQ(pruned.candidates.size(), 1u);
