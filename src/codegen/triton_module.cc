@@ -105,7 +105,6 @@ class ModuleWriter {
     return a.level == 0 ? extent_value(a.dim) : block_value(Axis{a.dim, uint8_t(a.level - 1)});
   }
 
-
   // ---- launches shared by independent kernels ------------------------------------
 
   // Kernels launched together. A group of one is a plain launch; a larger one
@@ -239,9 +238,9 @@ class ModuleWriter {
         w.line("else:");
       auto branch = w.indent();
       w.comment(k.name + "'s body.");
-      // The member's coordinates from its program's index among its own:
-      // grid axis 0 varies fastest.
-      // (An operand that is not a name is parenthesized.)
+      // The member's coordinates from its program's index among its own
+      // (grid axis 0 varies fastest); an operand other than a name is
+      // parenthesized.
       auto operand = [](const std::string& x) {
         return x.find(' ') == std::string::npos ? x : "(" + x + ")";
       };
