@@ -28,7 +28,7 @@ import torch
 
 from .options import OptionError, Options, make_options
 from .runtime.cache import Cache, default_gpu_name, make_key, versions
-from .runtime.launch import Binding, BindingError, make_runner, side_stream_note
+from .runtime.launch import Binding, BindingError, fused_launch_note, make_runner, side_stream_note
 from .runtime.loader import load_module
 from .runtime.progress import Progress, format_time
 from .runtime.report import Report
@@ -355,6 +355,9 @@ def compile_partitioned(fe, fn, example_inputs: tuple, opts: Options, progress: 
                      f"{'joined' if g['kept'] else 'kept apart'} ({len(g['fused'])} boundaries fed tile by tile): "
                      f"{g['kernels'][0]} kernels -> {g['kernels'][1]}, estimate {format_time(g['estimate_s'][0])} -> "
                      f"{format_time(g['estimate_s'][1])}{measured}")
+    fused = fused_launch_note([s.piece.runner for s in composed.steps])
+    if fused:
+        notes.append(fused)
     streams = side_stream_note([s.piece.runner for s in composed.steps], composed.stream_plan)
     if streams:
         notes.append(streams)
@@ -409,9 +412,7 @@ def _report(fe, binding, fn, example_inputs, best, found, stats, params, inputs,
             timings.update(base)
             notes += base_notes
     runner_kind = {"lean": "lean", "cuda-graph": "cuda_graph"}.get(getattr(runner, "kind", ""), "triton")
-    streams = side_stream_note([runner])
-    if streams:
-        notes = notes + [streams]
+    notes = notes + [line for line in (fused_launch_note([runner]), side_stream_note([runner])) if line]
     return Report(
         program=fe.name,
         device="Triton interpreter (CPU)" if interpret else gpu,

@@ -126,6 +126,7 @@ def test_independent_subgraphs_join_side_by_side_and_share_launches():
     assert group["estimate_s"][1] < group["estimate_s"][0]
     [step] = fast.composed.steps
     assert len(step.piece.module.FUSED) >= 1
+    assert any(n.startswith("fused launches: ") for n in fast.report.notes), fast.report.notes
     other = [torch.randn(a.shape, generator=g) for a in args]
     for got, want in zip(fast(*other), two_norms(*other)):
         assert rel_l2(got, want) <= 1e-4

@@ -109,6 +109,24 @@ def test_the_reports_line_counts_the_kernels_on_side_streams():
         "2 of the 3 kernels of its module and 1 of the 2 subgraphs run beside what they do not depend on")
 
 
+def test_the_reports_line_counts_the_kernels_that_share_launches():
+    from types import SimpleNamespace
+
+    from eqiforge.runtime.launch import ModuleRunner, fused_launch_note
+
+    module = SimpleNamespace(FUSED={"fused0_kernel": ("a_kernel", "b_kernel", "c_kernel"),
+                                    "fused2_kernel": ("d_kernel", "e_kernel")}, forward=None)
+    fused = ModuleRunner(module, {"block_m0": 16})
+    separate = ModuleRunner(module, {"separate_launches": True})
+    plain = ModuleRunner(SimpleNamespace(forward=None), {})
+    assert fused_launch_note([plain, separate]) is None
+    # Under a lean runner (fallback), a graph runner (inner) and a nested composition's steps.
+    lean = SimpleNamespace(fallback=fused)
+    nested = SimpleNamespace(steps=[SimpleNamespace(piece=SimpleNamespace(runner=SimpleNamespace(inner=lean)))])
+    assert fused_launch_note([lean, separate]) == "fused launches: 5 independent kernels run side by side in 2 launches"
+    assert fused_launch_note([lean, nested]).startswith("fused launches: 10 independent kernels")
+
+
 def _composed(step_io):
     """A Composed of fake steps: step_io[i] = (inputs, outputs) in
     SubgraphInfo's form; each runner doubles its inputs' sum."""

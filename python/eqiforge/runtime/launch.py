@@ -565,6 +565,32 @@ def side_stream_note(runners: list, steps_plan: StreamPlan | None = None) -> str
             f"depend on")
 
 
+def _module_runners(runner) -> list[ModuleRunner]:
+    """The module runners under a runner: a lean runner's fallback, a graph
+    runner's inner one's, and those of a nested composition's steps."""
+    if isinstance(runner, ModuleRunner):
+        return [runner]
+    for attr in ("fallback", "inner"):
+        if getattr(runner, attr, None) is not None:
+            return _module_runners(getattr(runner, attr))
+    return [m for step in getattr(runner, "steps", ()) for m in _module_runners(step.piece.runner)]
+
+
+def fused_launch_note(runners: list) -> str | None:
+    """The report's line on kernels that share launches: the members of the
+    modules' fused kernels, where the tuned parameters did not choose
+    separate launches; None when there are none."""
+    kernels = launches = 0
+    for m in (m for r in runners for m in _module_runners(r)):
+        fused = getattr(m.module, "FUSED", {})
+        if fused and not m.params.get("separate_launches"):
+            kernels += sum(len(members) for members in fused.values())
+            launches += len(fused)
+    if not kernels:
+        return None
+    return f"fused launches: {kernels} independent kernels run side by side in {launches} launches"
+
+
 def make_runner(module: types.ModuleType, params: dict, inputs: list[torch.Tensor], *, lean: bool = True,
                 cuda_graphs: bool = False, bound: list[bool] | None = None) -> tuple[Any, list[str]]:
     """The fastest runner that works for this module on these inputs, and notes
