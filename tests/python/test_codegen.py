@@ -400,6 +400,12 @@ def test_independent_kernels_of_a_level_run_in_one_fused_launch(modules):
         trials += check.check_program(TWO_LEVELS, seed=4, trials=1, blocks=blocks, module=module)
     assert sorted({tuple(t.forms) for t in trials}) == [(), ("separate_launches",)]
     assert_close(trials)
+    # Read from the text, the module's kernels are its four, not the fused ones.
+    from eqiforge.runtime.search import kernels_from_module
+
+    kernels = kernels_from_module(Path(module.__file__).read_text())
+    assert [k.name for k in kernels] == ["a_kernel", "b_kernel", "y_kernel", "z_kernel"]
+    assert kernels[0].grid == ["n.0", "m.0"] and "tile_matmul" in kernels[0].ops
 
 
 # Three independent kernels whose tiles differ in size: a's tl.dot pads its

@@ -398,14 +398,19 @@ def kernels_from_module(source: str) -> list[KernelInfo]:
     its grid and loop axes from the comment that names them.
 
     Used only when neither extraction nor the module's KERNELS table says
-    which ops each kernel computes.
+    which ops each kernel computes. The fused kernels that launch several
+    of them together (the module's FUSED table) are not kernels of their own.
     """
     lines = source.splitlines()
+    table = re.search(r"^FUSED = (.*)$", source, re.M)
+    fused = set(re.findall(r'"(\w+)": \(', table.group(1))) if table else set()
     kernels = []
     for i, line in enumerate(lines):
         if line.strip() != "@triton.jit" or i + 1 >= len(lines) or not lines[i + 1].startswith("def "):
             continue
         name = lines[i + 1][4:].split("(", 1)[0].strip()
+        if name in fused:
+            continue
         comments: list[str] = []
         j = i - 1
         while j >= 0 and lines[j].lstrip().startswith("#"):
