@@ -1,5 +1,5 @@
 """Small programs shared by the Python tests: a matmul, its split-K tiled form,
-and a form that differs from it."""
+and a form that differs from it; a program of independent kernels."""
 
 NAIVE = """
 (program mm
@@ -30,3 +30,14 @@ WRONG = """
 
 # Same ops, but k has another extent: not comparable with NAIVE.
 OTHER_EXTENT = NAIVE.replace("(k 5)", "(k 6)")
+
+
+# Two launch levels of two independent kernels each: a (grid n.0 x m.0)
+# beside b (grid n.0), then y (grid m.0), which reads both, beside z.
+TWO_LEVELS = """(program three (dims (m 6) (k 20) (n 12))
+  (input x f32 [m k]) (input w1 f32 [k n]) (input w2 f32 [k n])
+  (let a (combine m.0 m (combine n.0 n (tile_matmul k (partition m.0 m (replicate n.0 x))
+                                                      (partition n.0 n (replicate m.0 w1))))))
+  (let b (combine n.0 n (tile_matmul k (replicate n.0 x) (partition n.0 n w2))))
+  (output y [m n] (combine m.0 m (mul (partition m.0 m a) (partition m.0 m b))))
+  (output z [n] (combine n.0 n (sum m (partition n.0 n b)))))"""

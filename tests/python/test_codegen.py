@@ -21,6 +21,7 @@ torch = pytest.importorskip("torch")
 import importlib  # noqa: E402
 
 import eqiforge  # noqa: E402
+from programs import TWO_LEVELS  # noqa: E402
 
 # The kernel checker is the submodule eqiforge.check (python -m eqiforge.check).
 check = importlib.import_module("eqiforge.check")
@@ -366,17 +367,6 @@ def _stored_pointers(module_text):
     call's line or the next)."""
     bodies = re.findall(r"def (\w+_kernel)\((.*?)(?=\n@triton\.jit|\ndef forward)", module_text, re.S)
     return {kernel: set(re.findall(r"tl\.store\(\s*(\w+_ptr)\b", body)) for kernel, body in bodies}
-
-
-# Two launch levels of two independent kernels each: a (grid n.0 x m.0)
-# beside b (grid n.0), then y (grid m.0), which reads both, beside z.
-TWO_LEVELS = """(program three (dims (m 6) (k 20) (n 12))
-  (input x f32 [m k]) (input w1 f32 [k n]) (input w2 f32 [k n])
-  (let a (combine m.0 m (combine n.0 n (tile_matmul k (partition m.0 m (replicate n.0 x))
-                                                      (partition n.0 n (replicate m.0 w1))))))
-  (let b (combine n.0 n (tile_matmul k (replicate n.0 x) (partition n.0 n w2))))
-  (output y [m n] (combine m.0 m (mul (partition m.0 m a) (partition m.0 m b))))
-  (output z [n] (combine n.0 n (sum m (partition n.0 n b)))))"""
 
 
 def test_independent_kernels_of_a_level_run_in_one_fused_launch(modules):

@@ -187,7 +187,7 @@ def test_a_captured_graph_runs_independent_kernels_on_side_streams_with_the_same
 
 def test_independent_kernels_in_one_fused_launch_give_the_separate_launches_values():
     check = pytest.importorskip("eqiforge.check")
-    from test_codegen import TWO_LEVELS
+    from programs import TWO_LEVELS
 
     for text, shapes, launches in ((THREE_HEADS, [(8, 32), (32, 4), (32, 6)], 1),
                                    (TWO_LEVELS, [(6, 20), (20, 12), (20, 12)], 2)):
