@@ -63,6 +63,10 @@ struct StmtBlock {
   std::vector<Stmt> body;
 };
 
+// The least size of a tile: a tl.dot operand's dims are at least 16; a
+// GEMV's are only when the GEMV_DOT constexpr makes it a tl.dot.
+enum class TilePad : uint8_t { None, GemvDot, Dot };
+
 // Names shared by a module: its kernels' parameter names for buffers, dims
 // and axes (the host function uses the same ones on the launching side).
 // Every name comes from one table, so two different dims or axes never share
@@ -87,8 +91,8 @@ class ModuleNames {
   // A fused launch's tile constexpr of view v at least size `pad` (TILE_E_DOT),
   // for a member that pads v otherwise than the launch's first member does;
   // and the EVEN_ flag of axis a computed with that size (EVEN_K0_DOT).
-  const std::string& tile_alias(const DimView& v, int pad) const;
-  const std::string& even_alias(Axis a, int pad) const;
+  const std::string& tile_alias(const DimView& v, TilePad pad) const;
+  const std::string& even_alias(Axis a, TilePad pad) const;
 
  private:
   enum class Kind : uint8_t { Stride, Extent, Block, Count, BlockParam, Even, Tile, GridCount, TileAlias, EvenAlias };
@@ -96,10 +100,6 @@ class ModuleNames {
   mutable std::map<std::tuple<Kind, uint32_t, uint32_t>, std::string> names_;
   mutable NameTable table_;
 };
-
-// The least size of a tile: a tl.dot operand's dims are at least 16; a
-// GEMV's are only when the GEMV_DOT constexpr makes it a tl.dot.
-enum class TilePad : uint8_t { None, GemvDot, Dot };
 
 // A kernel's signature, as found while emitting its body.
 struct KernelSignature {

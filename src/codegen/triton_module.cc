@@ -111,9 +111,20 @@ class ModuleWriter {
   // also has a fused kernel that runs its members side by side in one launch:
   // the programs of each member in turn on a one-dimensional grid, so the
   // group pays one launch and one ramp and tail instead of one per member.
+  // A fused launch's parameters: the members' signatures united, each tile
+  // constexpr at the least size of the first member that has it. A member
+  // that pads a view otherwise (to 16 for a tl.dot where another does not)
+  // gets a tile constexpr of its own, and the EVEN_ flags computed with it,
+  // so every member runs on the tile sizes it was emitted for.
+  struct FusedParams {
+    KernelSignature sig;
+    std::vector<std::map<std::pair<uint32_t, int>, std::string>> tiles;  // per member: its aliases
+    std::vector<std::map<Axis, std::string>> evens;
+  };
   struct Group {
     std::vector<int> members;  // kernel indices, in launch order
     std::string name;          // the fused kernel (members.size() > 1)
+    FusedParams params;        // its parameters (members.size() > 1)
   };
 
   // Groups by launch level (lower/kernel.h: the kernels of one level never
@@ -129,6 +140,7 @@ class ModuleWriter {
       if (g.members.size() > 1) {
         do g.name = module_.fresh("fused" + std::to_string(groups_.size()) + "_kernel");
         while (host_.taken(g.name));
+        g.params = united(g);
       }
       groups_.push_back(std::move(g));
     }
@@ -138,16 +150,6 @@ class ModuleWriter {
     return std::any_of(groups_.begin(), groups_.end(), [](const Group& g) { return g.members.size() > 1; });
   }
 
-  // A fused launch's parameters: the members' signatures united, each tile
-  // constexpr at the least size of the first member that has it. A member
-  // that pads a view otherwise (to 16 for a tl.dot where another does not)
-  // gets a tile constexpr of its own, and the EVEN_ flags computed with it,
-  // so every member runs on the tile sizes it was emitted for.
-  struct FusedParams {
-    KernelSignature sig;
-    std::vector<std::map<std::pair<uint32_t, int>, std::string>> tiles;  // per member: its aliases
-    std::vector<std::map<Axis, std::string>> evens;
-  };
   FusedParams united(const Group& g) const {
     FusedParams f;
     KernelSignature& u = f.sig;
@@ -164,7 +166,7 @@ class ModuleWriter {
       for (const auto& [key, pad] : s.tiles) {
         auto [it, fresh] = u.tiles.try_emplace(key, pad);
         if (fresh || it->second == pad) continue;
-        const std::string& name = names_.tile_alias(DimView{Symbol::from_raw(key.first), key.second, false}, int(pad));
+        const std::string& name = names_.tile_alias(DimView{Symbol::from_raw(key.first), key.second, false}, pad);
         tiles[key] = name;
         if (std::none_of(u.tile_aliases.begin(), u.tile_aliases.end(),
                          [&](const auto& t) { return std::get<0>(t) == name; }))
@@ -178,7 +180,7 @@ class ModuleWriter {
           continue;
         }
         const TilePad pad = s.tiles.at(key);
-        const std::string& name = names_.even_alias(a, int(pad));
+        const std::string& name = names_.even_alias(a, pad);
         evens[a] = name;
         if (std::none_of(u.even_aliases.begin(), u.even_aliases.end(),
                          [&](const auto& e) { return std::get<0>(e) == name; }))
@@ -208,7 +210,7 @@ class ModuleWriter {
   }
 
   void fused_kernel(const Group& g, CodeWriter& w) {
-    const FusedParams params = united(g);
+    const FusedParams& params = g.params;
     std::vector<std::string> lines = codegen::kernel_params(p_, lp_named_, names_, params.sig);
     std::vector<std::string> counts;
     for (Axis a : grid_axes(g)) counts.push_back(names_.grid_count(a) + ": tl.constexpr");
@@ -225,6 +227,8 @@ class ModuleWriter {
     for (const auto& alias : params.sig.even_aliases) scope.claim(std::get<0>(alias));
     const std::string pid = scope.fresh("pid");
     w.line(pid + " = tl.program_id(0)");
+    // An operand other than a name is parenthesized.
+    auto operand = [](const std::string& x) { return x.find(' ') == std::string::npos ? x : "(" + x + ")"; };
     std::string start;  // the programs of the members before, as a sum
     for (size_t i = 0; i < g.members.size(); ++i) {
       const Kernel& k = lp_named_.kernels[size_t(g.members[i])];
@@ -239,11 +243,7 @@ class ModuleWriter {
       auto branch = w.indent();
       w.comment(k.name + "'s body.");
       // The member's coordinates from its program's index among its own
-      // (grid axis 0 varies fastest); an operand other than a name is
-      // parenthesized.
-      auto operand = [](const std::string& x) {
-        return x.find(' ') == std::string::npos ? x : "(" + x + ")";
-      };
+      // (grid axis 0 varies fastest).
       const std::string local = start.empty() ? pid : pid + " - " + operand(start);
       std::vector<std::string> ids;
       std::string below;  // product of the counts of the axes before
@@ -299,25 +299,21 @@ class ModuleWriter {
     w_.line("UNIT_AXES = " + tuple_text(units));
     w_.comment("The pointer arguments each kernel stores through: the launch path orders kernels that");
     w_.comment("share a buffer by them and lets the others run side by side in a captured CUDA graph.");
-    std::vector<std::string> writes;
-    for (const Kernel& k : lp_named_.kernels) {
+    // The pointers the given kernels store through, first store first.
+    auto stored = [&](const std::vector<int>& kernels) {
       std::vector<std::string> ptrs;
-      for (const Store& st : k.stores) {
-        std::string q = quote(names_.ptr(st.buffer));
-        if (std::find(ptrs.begin(), ptrs.end(), q) == ptrs.end()) ptrs.push_back(q);
-      }
-      writes.push_back(quote(k.name) + ": " + tuple_text(ptrs));
-    }
-    for (const Group& g : groups_) {
-      if (g.members.size() < 2) continue;
-      std::vector<std::string> ptrs;
-      for (int m : g.members)
-        for (const Store& st : lp_.kernels[size_t(m)].stores) {
+      for (int k : kernels)
+        for (const Store& st : lp_.kernels[size_t(k)].stores) {
           std::string q = quote(names_.ptr(st.buffer));
           if (std::find(ptrs.begin(), ptrs.end(), q) == ptrs.end()) ptrs.push_back(q);
         }
-      writes.push_back(quote(g.name) + ": " + tuple_text(ptrs));
-    }
+      return tuple_text(ptrs);
+    };
+    std::vector<std::string> writes;
+    for (size_t k = 0; k < lp_named_.kernels.size(); ++k)
+      writes.push_back(quote(lp_named_.kernels[k].name) + ": " + stored({int(k)}));
+    for (const Group& g : groups_)
+      if (g.members.size() > 1) writes.push_back(quote(g.name) + ": " + stored(g.members));
     w_.line("WRITES = {" + join(writes, ", ") + "}");
     if (any_fused()) {
       w_.comment("The kernels each fused kernel runs side by side in one launch (forward's separate_launches).");
@@ -503,7 +499,7 @@ class ModuleWriter {
     w_.line(g.name + "[(" + join(parts, " + ") + ",)](");
     std::vector<std::string> counts;
     for (Axis a : grid_axes(g)) counts.push_back(names_.grid_count(a) + "=" + names_.count(a));
-    launch_args(united(g).sig, counts);
+    launch_args(g.params.sig, counts);
     w_.line(")");
   }
 

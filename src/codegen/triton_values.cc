@@ -75,8 +75,8 @@ const std::string& ModuleNames::grid_count(Axis a) const {
   return named(Kind::GridCount, a.dim.raw(), a.level, "GRID_" + py_upper(a.name()));
 }
 namespace {
-const char* pad_suffix(int pad) {
-  switch (TilePad(pad)) {
+const char* pad_suffix(TilePad pad) {
+  switch (pad) {
     case TilePad::None:
       return "_PLAIN";
     case TilePad::GemvDot:
@@ -88,10 +88,10 @@ const char* pad_suffix(int pad) {
 }
 }  // namespace
 
-const std::string& ModuleNames::tile_alias(const DimView& v, int pad) const {
+const std::string& ModuleNames::tile_alias(const DimView& v, TilePad pad) const {
   return named(Kind::TileAlias, v.dim.raw(), uint32_t(v.depth) * 4 + uint32_t(pad), tile(v) + pad_suffix(pad));
 }
-const std::string& ModuleNames::even_alias(Axis a, int pad) const {
+const std::string& ModuleNames::even_alias(Axis a, TilePad pad) const {
   return named(Kind::EvenAlias, a.dim.raw(), uint32_t(a.level) * 4 + uint32_t(pad), even(a) + pad_suffix(pad));
 }
 const std::string& ModuleNames::tile(const DimView& v) const {
