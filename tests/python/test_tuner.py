@@ -233,14 +233,16 @@ def test_shrink_lowers_stages_first_then_halves_the_largest_block():
     assert shrink(deep, space, out_of_resources=True) == Config(3, c.blocks, 4, 3)
 
 
-def test_shrink_splits_fused_launches_before_anything_else():
+def test_a_form_switched_and_shrinking_keeps_the_forms():
     options = make_options(block_sizes=[16, 32, 64], num_warps=[2, 4, 8], num_stages=[1, 2, 3])
     space = make_space(3, NESTED, {"m": 100, "n": 40, "h": 1}, options, forms=("gemv_dot", "separate_launches"))
     c = Config(3, (("block_h0", 1), ("block_m0", 64), ("block_m1", 32), ("block_n0", 64)), 4, 3, ("gemv_dot",))
-    split = shrink(c, space, out_of_resources=True)
+    split = c.switched("separate_launches")
     assert split == Config(3, c.blocks, 4, 3, ("gemv_dot", "separate_launches"))
-    assert split.params()["separate_launches"] is True
-    # Once separate, the usual order: fewer stages, then smaller blocks.
+    assert split.params()["separate_launches"] is True and split.switched("separate_launches") == c
+    # Shrinking changes stages, then blocks, never the forms (the tuner splits
+    # a failed fused launch itself, Tuner._split).
+    assert shrink(c, space, out_of_resources=True) == Config(3, c.blocks, 4, 1, c.forms)
     assert shrink(split, space, out_of_resources=True) == Config(3, c.blocks, 4, 1, split.forms)
 
 
@@ -378,6 +380,26 @@ def fused_form_wrong() -> str:
                       'LAUNCH_FORMS = ("separate_launches",)\n\n\n'
                       "def forward(x, *, block_m0=None, num_warps=4, num_stages=2, separate_launches=False):")
     return src.replace("    return (y,)", "    return (y * (1.0 if separate_launches else 1.5),)")
+
+
+def fused_form_too_large() -> str:
+    """A module with the separate_launches form whose fused form fails to
+    compile at every size, as Triton's does when a kernel exceeds the shared
+    memory."""
+    src = fused_form_wrong().replace("    return (y * (1.0 if separate_launches else 1.5),)", "    return (y,)")
+    return src.replace("if not separate_launches: y = None",
+                       "if not separate_launches: raise triton.runtime.errors.OutOfResources(1 << 20, 232448, "
+                       '"shared memory")')
+
+
+def test_a_fused_launch_that_fails_to_compile_is_first_retried_as_separate_launches():
+    tuner, _, _ = measured_tuner([fused_form_too_large()], blocks=[{"m.0": 32}])
+    result = tuner.run()
+    fused = Config(1, (("block_m0", 32),), 4, 2)
+    # The first retry is the same sizes in separate launches, not a smaller configuration.
+    assert tried(tuner)[:2] == [fused, fused.switched(SEPARATE)]
+    assert tuner.history[0][1] == "failed to compile" and tuner.history[1][1] == "verified"
+    assert SEPARATE in result.best.config.forms
 
 
 def test_a_fused_launch_that_fails_is_retried_as_separate_launches_at_the_same_sizes():

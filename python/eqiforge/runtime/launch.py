@@ -534,15 +534,20 @@ class GraphRunner:
         return self.static_outputs
 
 
-def _module_plans(runner) -> list[StreamPlan]:
-    """The stream plans of the modules under a runner: a lean runner's, a
-    graph runner's inner one's, and those of a nested composition's steps."""
-    plan = getattr(runner, "plan", None)
-    if isinstance(plan, StreamPlan):
-        return [plan]
+def _module_level(runner) -> list:
+    """The runners that stand for one module each under a runner: a graph
+    runner's inner one's, and those of a nested composition's steps; a lean
+    or module runner is its own."""
+    if getattr(runner, "steps", None) is not None:
+        return [r for step in runner.steps for r in _module_level(step.piece.runner)]
     if getattr(runner, "inner", None) is not None:
-        return _module_plans(runner.inner)
-    return [p for step in getattr(runner, "steps", ()) for p in _module_plans(step.piece.runner)]
+        return _module_level(runner.inner)
+    return [runner]
+
+
+def _module_plans(runner) -> list[StreamPlan]:
+    """The stream plans of the modules under a runner (lean runners')."""
+    return [r.plan for r in _module_level(runner) if isinstance(getattr(r, "plan", None), StreamPlan)]
 
 
 def side_stream_note(runners: list, steps_plan: StreamPlan | None = None) -> str | None:
@@ -565,23 +570,15 @@ def side_stream_note(runners: list, steps_plan: StreamPlan | None = None) -> str
             f"depend on")
 
 
-def _module_runners(runner) -> list[ModuleRunner]:
-    """The module runners under a runner: a lean runner's fallback, a graph
-    runner's inner one's, and those of a nested composition's steps."""
-    if isinstance(runner, ModuleRunner):
-        return [runner]
-    for attr in ("fallback", "inner"):
-        if getattr(runner, attr, None) is not None:
-            return _module_runners(getattr(runner, attr))
-    return [m for step in getattr(runner, "steps", ()) for m in _module_runners(step.piece.runner)]
-
-
 def fused_launch_note(runners: list) -> str | None:
     """The report's line on kernels that share launches: the members of the
     modules' fused kernels, where the tuned parameters did not choose
     separate launches; None when there are none."""
     kernels = launches = 0
-    for m in (m for r in runners for m in _module_runners(r)):
+    for r in (r for top in runners for r in _module_level(top)):
+        m = getattr(r, "fallback", r)  # a lean runner's module runner
+        if not isinstance(m, ModuleRunner):
+            continue
         fused = getattr(m.module, "FUSED", {})
         if fused and not m.params.get("separate_launches"):
             kernels += sum(len(members) for members in fused.values())

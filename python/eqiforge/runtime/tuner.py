@@ -77,6 +77,10 @@ class Config:
         return {**dict(self.blocks), "num_warps": self.num_warps, "num_stages": self.num_stages,
                 **{name: True for name in self.forms}}
 
+    def switched(self, form: str) -> "Config":
+        """The same configuration with launch form `form` switched."""
+        return dataclasses.replace(self, forms=tuple(sorted(set(self.forms) ^ {form})))
+
     def describe(self) -> str:
         parts = ([f"{k}={v}" for k, v in self.blocks] + [f"num_warps={self.num_warps}", f"num_stages={self.num_stages}"]
                  + [f"{name}=True" for name in self.forms])
@@ -236,8 +240,7 @@ def neighbours(config: Config, space: Space) -> list[Config]:
     blocks = dict(config.blocks)
     out: list[Config] = []
     for name in space.forms:
-        forms = set(config.forms) ^ {name}
-        out.append(dataclasses.replace(config, forms=tuple(sorted(forms))))
+        out.append(config.switched(name))
     for kw in space.keywords:
         b = blocks[kw]
         for nb in (b * 2, b // 2):
@@ -268,12 +271,8 @@ def shrink(config: Config, space: Space, out_of_resources: bool) -> Config | Non
     stages when it ran out of resources (the stages multiply the shared memory
     of pipelined loads; START_STAGES from more, the fewest allowed from
     START_STAGES or fewer), else its largest block above the tile floor halved;
-    None when there is nothing left to shrink. A module's fused launches
-    (kernels side by side in one kernel, which needs the registers of its
-    largest member and may need the shared memory of all) are first split into
-    separate launches, at the same sizes."""
-    if SEPARATE in space.forms and SEPARATE not in config.forms:
-        return dataclasses.replace(config, forms=tuple(sorted(config.forms + (SEPARATE,))))
+    None when there is nothing left to shrink. (A configuration whose fused
+    launches failed is first tried in separate launches: Tuner._split.)"""
     if out_of_resources and config.num_stages > START_STAGES and START_STAGES in space.num_stages:
         return dataclasses.replace(config, num_stages=START_STAGES)
     if out_of_resources and config.num_stages > space.num_stages[0]:
@@ -684,11 +683,13 @@ class Tuner:
 
     def _split(self, cand: Candidate, config: Config, space: Space) -> Config | None:
         """`config` in separate launches when it just failed in its fused ones
-        (to compile, run or verify) and nothing of the candidate has verified."""
+        (to compile, run or verify: a fused kernel needs the registers of its
+        largest member and may need the shared memory of all) and nothing of
+        the candidate has verified."""
         if (self._last_failure is None or self._successes.get(cand.rank, 0) or SEPARATE not in space.forms
                 or SEPARATE in config.forms):
             return None
-        split = dataclasses.replace(config, forms=tuple(sorted(config.forms + (SEPARATE,))))
+        split = config.switched(SEPARATE)
         return None if split in self._tried else split
 
     def _retry(self, cand: Candidate, config: Config, space: Space) -> Config | None:
