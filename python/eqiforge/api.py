@@ -354,7 +354,8 @@ def compile_partitioned(fe, fn, example_inputs: tuple, opts: Options, progress: 
         notes.append(f"fusion across cuts: subgraphs {', '.join(map(str, g['subgraphs']))} "
                      f"{'joined' if g['kept'] else 'kept apart'} ({len(g['fused'])} boundaries fed tile by tile): "
                      f"{g['kernels'][0]} kernels -> {g['kernels'][1]}, estimate {format_time(g['estimate_s'][0])} -> "
-                     f"{format_time(g['estimate_s'][1])}{measured}")
+                     f"{format_time(g['estimate_s'][1])}{measured}"
+                     + (f"; {g['apart']}" if g.get("apart") else ""))
     fused = fused_launch_note([s.piece.runner for s in composed.steps])
     if fused:
         notes.append(fused)

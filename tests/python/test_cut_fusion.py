@@ -69,6 +69,34 @@ def test_a_chain_cut_into_pieces_runs_as_one_kernel(fuse):
                for n in fast.report.notes), fast.report.notes
 
 
+def test_a_group_kept_apart_says_why_in_the_report(monkeypatch):
+    from eqiforge.runtime import cut_fusion, tuner
+
+    class Refusing(tuner.Tuner):
+        def run(self):
+            raise tuner.NoValidCandidate("every candidate failed its check")
+
+    original = cut_fusion.CutFusion.run
+
+    def run(self, *args, **kwargs):
+        # The subgraphs are tuned already: only the joined groups meet the refusal.
+        monkeypatch.setattr(tuner, "Tuner", Refusing)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cut_fusion.CutFusion, "run", run)
+    x = 0.5 + torch.rand(8, 4, 4, generator=torch.Generator().manual_seed(7))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InterpreterWarning)
+        fast = eqiforge.optimize(rows, x, partition_ops=4, **FAST)
+    assert fast.stats.fused and not any(g["kept"] for g in fast.stats.fused)
+    assert all(g["apart"] == "no candidate verified (every candidate failed its check)" for g in fast.stats.fused)
+    assert len(fast.composed.steps) == fast.stats.subgraphs
+    notes = [n for n in fast.report.notes if n.startswith("fusion across cuts")]
+    assert notes and all("kept apart" in n and n.endswith("; no candidate verified (every candidate failed its check)")
+                         for n in notes), notes
+    assert rel_l2(fast(x), rows(x)) <= 1e-4
+
+
 def test_a_fused_program_saves_and_runs(tmp_path):
     x = 0.5 + torch.rand(8, 4, 4, generator=torch.Generator().manual_seed(5))
     with warnings.catch_warnings():

@@ -153,6 +153,7 @@ class CutFusion:
     def __init__(self, searcher):
         self.searcher = searcher
         self.tuned: dict[str, Any] = {}       # group key -> Piece, or None when it did not pay
+        self.apart: dict[str, str] = {}       # group key -> why it was kept apart
         # Group key -> _best_composition's answer for the group's last join.
         self.found: dict[str, Any] = {}
         self.log: list[dict] = []
@@ -302,6 +303,7 @@ class CutFusion:
             out_of.update(zip(outs, st.subgraph.outputs))
         ins, outs = _names(group.program)
         if (ins, outs) != _names(group.tiled):
+            self.apart[group.key] = "its tiled program has other inputs or outputs than the group"
             return None
         info = SubgraphInfo(first.index, "+".join(st.subgraph.name for st in group.steps),
                             # "g": never a subgraph's structural hash (hex digits)
@@ -338,15 +340,17 @@ class CutFusion:
             result = make(Binding(fe), ir, tuple(args), group.found.candidates, s.opts, interpret=s.interpret,
                           progress=s.progress, module_dir=s.module_dir).run()
         except NoValidCandidate as e:
-            s._info(f"fusing {info.name}: no candidate verified ({str(e).splitlines()[0]}); kept apart")
+            self.apart[group.key] = f"no candidate verified ({str(e).splitlines()[0]})"
+            s._info(f"fusing {info.name}: {self.apart[group.key]}; kept apart")
             return None
         tune_s = time.monotonic() - start
         s.stats.tune_s += tune_s
         best = result.best
         before = [st.piece.time_s for st in group.steps]
         if best.time_s is not None and all(t is not None for t in before) and best.time_s >= sum(before):
-            s._info(f"fusing {info.name}: {best.time_s * 1e6:.1f} µs, not below the subgraphs' "
-                    f"{sum(before) * 1e6:.1f} µs; kept apart")
+            self.apart[group.key] = (f"measured {best.time_s * 1e6:.1f} µs, not below the subgraphs' "
+                                     f"{sum(before) * 1e6:.1f} µs")
+            s._info(f"fusing {info.name}: {self.apart[group.key]}; kept apart")
             return None
         params = best.config.params()
         runner, _ = make_runner(best.module, params, list(args), lean=not s.interpret, cuda_graphs=False,
@@ -379,6 +383,7 @@ class CutFusion:
                              "estimate_s": [estimate_before, group.estimate_s],
                              "time_s": [sum(before) if all(t is not None for t in before) else None,
                                         step.piece.time_s if step else None],
-                             "kept": step is not None})
+                             "kept": step is not None,
+                             "apart": "" if step is not None else self.apart.get(group.key, "")})
             out.extend([step] if step is not None else group.steps)
         return out
