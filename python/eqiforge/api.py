@@ -34,7 +34,7 @@ from .runtime.progress import Progress, format_time
 from .runtime.report import Report
 from .runtime import search
 from .runtime.search import MissingPieceError, kernels_of_module, merge_kernel_info
-from .runtime.measure import do_bench_timer
+from .runtime.measure import do_bench_timer, graph_timer
 from .runtime.tuner import NoValidCandidate, Tuner
 
 
@@ -325,7 +325,6 @@ def compile_partitioned(fe, fn, example_inputs: tuple, opts: Options, progress: 
     (runtime/partition.py). `searcher`: one that already holds some of the
     subgraphs' searches."""
     from .runtime import partition as partitioning
-    from .runtime.report import KernelReport
 
     repeat = f"; the cuts repeat every {plan.period} operators, {plan.units} times" if plan.period else ""
     progress.info(f"partitioned: {why}; {len(plan.subgraphs)} subgraphs of at most {plan.max_ops} operators "
@@ -340,10 +339,7 @@ def compile_partitioned(fe, fn, example_inputs: tuple, opts: Options, progress: 
         verdict = partitioning.verify_composed(composed, binding, fn, example_inputs, opts)
     if not verdict.ok:
         raise NoValidCandidate(f"the composed subgraphs of {fe.name} do not match PyTorch eager: {verdict.reason}")
-    kernels = []
-    for step in composed.steps:
-        for k in step.piece.kernels:
-            kernels.append(KernelReport(f"{step.subgraph.name}.{k.name}", list(k.ops), list(k.grid), list(k.loops)))
+    kernels = _step_kernel_reports(composed, inputs, None if interpret else graph_timer)
     timings: dict[str, float | None] = {}
     notes = [f"partitioned into {len(plan.subgraphs)} subgraphs ({plan.distinct()} distinct, "
              f"{plan.boundary_bytes} bytes through materialized boundaries): {why}"]
@@ -394,11 +390,34 @@ def compile_partitioned(fe, fn, example_inputs: tuple, opts: Options, progress: 
     return partitioning.ComposedProgram(binding, composed, fe.text, report, interpret, searcher.stats)
 
 
+def _step_kernel_reports(composed, inputs: list, timer) -> list:
+    """The kernels of a composition's steps in launch order, each named after
+    its step, with what it reads and writes and, given a timer, its time
+    alone; a nested composition's step lists its kernels as the search
+    described them."""
+    from .runtime.measure import kernel_reports
+    from .runtime.partition import IRProgram
+    from .runtime.report import KernelReport
+
+    rows = []
+    for step, args in zip(composed.steps, composed.step_arguments(*inputs)):
+        piece, name = step.piece, step.subgraph.name
+        if piece.module is None:
+            rows += [KernelReport(f"{name}.{k.name}", list(k.ops), list(k.grid), list(k.loops)) for k in piece.kernels]
+            continue
+        ir = IRProgram(step.subgraph.program)
+        for row in kernel_reports(piece.module, piece.params, args, piece.kernels, [n for n, _, _ in ir.inputs],
+                                  [n for n, _ in ir.outputs], timer):
+            row.name = f"{name}.{row.name}"
+            rows.append(row)
+    return rows
+
+
 def _report(fe, binding, fn, example_inputs, best, found, stats, params, inputs, runner, gpu, interpret, opts,
             notes) -> Report:
     from .runtime.measure import baseline_timings, kernel_reports, path_timings
 
-    timer = None if interpret else do_bench_timer
+    timer = None if interpret else graph_timer
     kernels = merge_kernel_info(best.candidate.kernels, kernels_of_module(best.module, best.candidate.source))
     in_names = [i.name for i in fe.inputs]
     out_names = [o.name for o in fe.outputs]

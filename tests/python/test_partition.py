@@ -104,7 +104,19 @@ def test_stack_of_identical_layers_is_searched_once(counted_search):
     other = stack_args(seed=1)
     assert rel_l2(fast(*other), stack3(*other)) <= 1e-2
     assert fast.report.error is not None and fast.report.error <= 1e-2
-    assert len(fast.report.kernels) >= 3   # each subgraph's kernels, in order
+    kernels = fast.report.kernels
+    assert len(kernels) >= 3   # each subgraph's kernels, in order, named after their step
+    names = [s.subgraph.name for s in fast.composed.steps]
+    assert kernels[0].name.startswith(names[0] + ".") and kernels[-1].name.startswith(names[-1] + ".")
+    # What each reads and writes, from one recorded call of its step: the
+    # first step reads the program's input, each later one what the one
+    # before wrote across the cut.
+    assert all(k.writes or k.reads for k in kernels)
+    assert "x" in kernels[0].reads
+    first_out = {w for k in kernels if k.name.startswith(names[0] + ".") for w in k.writes}
+    second_in = {r for k in kernels if k.name.startswith(names[1] + ".") for r in k.reads}
+    assert first_out and second_in
+    assert all(k.time_s is None for k in kernels)   # no per-kernel time in the interpreter
 
 
 def test_failed_whole_program_search_falls_back_to_subgraphs(monkeypatch):

@@ -504,14 +504,28 @@ class Composed:
             return None
         return self._side.get(device)
 
+    @staticmethod
+    def _arguments(step: Step, inputs, boundary: list) -> list:
+        return [inputs[i] if kind == "input" else boundary[i] for kind, i in step.subgraph.inputs]
+
     def _run_step(self, step: Step, inputs, boundary: list, outputs: list) -> None:
-        args = [inputs[i] if kind == "input" else boundary[i] for kind, i in step.subgraph.inputs]
-        outs = step.piece.runner(*args)
+        outs = step.piece.runner(*self._arguments(step, inputs, boundary))
         for (orig, b), t in zip(step.subgraph.outputs, outs):
             if b is not None:
                 boundary[b] = t
             if orig is not None:
                 outputs[orig] = t
+
+    def step_arguments(self, *inputs: torch.Tensor) -> list[list[torch.Tensor]]:
+        """Each step's arguments, from one call that runs the steps in turn
+        (what a per-kernel report of the steps' modules runs on)."""
+        boundary: list[torch.Tensor | None] = [None] * len(self.plan.boundaries)
+        outputs: list[torch.Tensor | None] = [None] * len(self.plan.outputs)
+        out = []
+        for step in self.steps:
+            out.append(self._arguments(step, inputs, boundary))
+            self._run_step(step, inputs, boundary, outputs)
+        return out
 
     def __call__(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
         from .streams import run_plan
