@@ -97,6 +97,36 @@ def test_a_group_kept_apart_says_why_in_the_report(monkeypatch):
     assert rel_l2(fast(x), rows(x)) <= 1e-4
 
 
+def test_a_group_kept_apart_gives_way_to_its_prefix(monkeypatch):
+    from eqiforge.runtime.cut_fusion import CutFusion
+
+    original = CutFusion._tune
+
+    def tune(self, info, ir, args, group):
+        if len(group.steps) > 2:   # the whole chain does not pay; its first two do
+            self.apart[group.key] = "refused for the test"
+            return None
+        return original(self, info, ir, args, group)
+
+    monkeypatch.setattr(CutFusion, "_tune", tune)
+    x = 0.5 + torch.rand(8, 4, 4, generator=torch.Generator().manual_seed(8))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InterpreterWarning)
+        fast = eqiforge.optimize(rows, x, partition_ops=4, **FAST)
+    assert fast.stats.subgraphs == 3
+    whole, prefix = fast.stats.fused
+    assert whole["subgraphs"] == [0, 1, 2] and not whole["kept"] and whole["apart"] == "refused for the test"
+    assert prefix["subgraphs"] == [0, 1] and prefix["kept"] and prefix["kernels"][1] < prefix["kernels"][0]
+    # The prefix in place of its members, the last subgraph on its own.
+    assert len(fast.composed.steps) == 2
+    assert fast.composed.steps[1].subgraph.index == 2
+    notes = [n for n in fast.report.notes if n.startswith("fusion across cuts")]
+    assert notes[0].startswith("fusion across cuts: subgraphs 0, 1, 2 kept apart")
+    assert notes[1].startswith("fusion across cuts: subgraphs 0, 1 joined")
+    other = 0.5 + torch.rand(8, 4, 4, generator=torch.Generator().manual_seed(9))
+    assert rel_l2(fast(other), rows(other)) <= 1e-4
+
+
 def test_a_fused_program_saves_and_runs(tmp_path):
     x = 0.5 + torch.rand(8, 4, 4, generator=torch.Generator().manual_seed(5))
     with warnings.catch_warnings():

@@ -70,6 +70,7 @@ class _Group:
     found: Any = None    # the last extraction (None for a single step)
     wiring: list = field(default_factory=list)
     searched: str = ""   # the program `found` extracted from (its names may be another group's)
+    prefix: "_Group | None" = None   # the group before its last step joined
 
     @property
     def key(self) -> str:
@@ -140,6 +141,10 @@ def _renamed(text: str, mapping: dict[str, str]) -> str | None:
 # are tiled) where it feeds a boundary tile by tile.
 _PRODUCER_ALTERNATIVES = 2
 _CONSUMER_ALTERNATIVES = 8
+# A group kept apart (it did not verify, or measured no faster than its
+# members) may still pay without its last members: this many of its
+# prefixes, longest first, are tuned in its place. Each costs a tuning.
+_PREFIX_TRIES = 2
 
 
 def _kernel_count(piece) -> int:
@@ -210,6 +215,7 @@ class CutFusion:
         joined.tiled, joined.estimate_s = tiled, best.estimate_s
         joined.kernels = len(best.kernels) if best.kernels else 1
         joined.fused, joined.found, joined.searched = group.fused + fused, found, searched
+        joined.prefix = group
         return joined
 
     @staticmethod
@@ -369,21 +375,35 @@ class CutFusion:
             if len(group.steps) == 1:
                 out.append(group.steps[0])
                 continue
-            names = " + ".join(st.subgraph.name for st in group.steps)
-            kernels_before = sum(_kernel_count(st.piece) for st in group.steps)
-            estimate_before = sum(st.piece.estimate_s or 0.0 for st in group.steps)
-            self.searcher._info(
-                f"fusing across cuts: {names}: {kernels_before} kernels -> {group.kernels}, estimate "
-                f"{estimate_before * 1e6:.1f} -> {group.estimate_s * 1e6:.1f} µs (boundaries fed tile by tile: "
-                f"{', '.join(group.fused) or 'none, side by side'})")
-            step = self._step_of(group, args_of)
-            before = [st.piece.time_s for st in group.steps]
-            self.log.append({"subgraphs": [st.subgraph.index for st in group.steps], "fused": group.fused,
-                             "kernels": [kernels_before, group.kernels],
-                             "estimate_s": [estimate_before, group.estimate_s],
-                             "time_s": [sum(before) if all(t is not None for t in before) else None,
-                                        step.piece.time_s if step else None],
-                             "kept": step is not None,
-                             "apart": "" if step is not None else self.apart.get(group.key, "")})
-            out.extend([step] if step is not None else group.steps)
+            tried, step = group, self._try(group, args_of)
+            for _ in range(_PREFIX_TRIES):
+                if step is not None or tried.prefix is None or len(tried.prefix.steps) < 2:
+                    break
+                tried = tried.prefix
+                step = self._try(tried, args_of)
+            if step is None:
+                out.extend(group.steps)
+            else:
+                out.append(step)
+                out.extend(group.steps[len(tried.steps):])
         return out
+
+    def _try(self, group: _Group, args_of: dict):
+        """The group tuned as one Step (None when kept apart), logged."""
+        names = " + ".join(st.subgraph.name for st in group.steps)
+        kernels_before = sum(_kernel_count(st.piece) for st in group.steps)
+        estimate_before = sum(st.piece.estimate_s or 0.0 for st in group.steps)
+        self.searcher._info(
+            f"fusing across cuts: {names}: {kernels_before} kernels -> {group.kernels}, estimate "
+            f"{estimate_before * 1e6:.1f} -> {group.estimate_s * 1e6:.1f} µs (boundaries fed tile by tile: "
+            f"{', '.join(group.fused) or 'none, side by side'})")
+        step = self._step_of(group, args_of)
+        before = [st.piece.time_s for st in group.steps]
+        self.log.append({"subgraphs": [st.subgraph.index for st in group.steps], "fused": group.fused,
+                         "kernels": [kernels_before, group.kernels],
+                         "estimate_s": [estimate_before, group.estimate_s],
+                         "time_s": [sum(before) if all(t is not None for t in before) else None,
+                                    step.piece.time_s if step else None],
+                         "kept": step is not None,
+                         "apart": "" if step is not None else self.apart.get(group.key, "")})
+        return step
