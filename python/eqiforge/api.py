@@ -339,10 +339,10 @@ def compile_partitioned(fe, fn, example_inputs: tuple, opts: Options, progress: 
         verdict = partitioning.verify_composed(composed, binding, fn, example_inputs, opts)
     if not verdict.ok:
         raise NoValidCandidate(f"the composed subgraphs of {fe.name} do not match PyTorch eager: {verdict.reason}")
-    kernels = _step_kernel_reports(composed, inputs, None if interpret else graph_timer)
     timings: dict[str, float | None] = {}
     notes = [f"partitioned into {len(plan.subgraphs)} subgraphs ({plan.distinct()} distinct, "
              f"{plan.boundary_bytes} bytes through materialized boundaries): {why}"]
+    kernels = _step_kernel_reports(composed, inputs, None if interpret else graph_timer, notes)
     for g in searcher.stats.fused:
         times = g["time_s"]
         measured = (f"; measured {format_time(times[0])} -> {format_time(times[1])}"
@@ -390,7 +390,7 @@ def compile_partitioned(fe, fn, example_inputs: tuple, opts: Options, progress: 
     return partitioning.ComposedProgram(binding, composed, fe.text, report, interpret, searcher.stats)
 
 
-def _step_kernel_reports(composed, inputs: list, timer) -> list:
+def _step_kernel_reports(composed, inputs: list, timer, notes: list) -> list:
     """The kernels of a composition's steps in launch order, each named after
     its step, with what it reads and writes and, given a timer, its time
     alone; a nested composition's step lists its kernels as the search
@@ -399,17 +399,24 @@ def _step_kernel_reports(composed, inputs: list, timer) -> list:
     from .runtime.partition import IRProgram
     from .runtime.report import KernelReport
 
+    def plain(step) -> list:
+        return [KernelReport(f"{step.subgraph.name}.{k.name}", list(k.ops), list(k.grid), list(k.loops))
+                for k in step.piece.kernels]
+
     rows = []
-    for step, args in zip(composed.steps, composed.step_arguments(*inputs)):
-        piece, name = step.piece, step.subgraph.name
-        if piece.module is None:
-            rows += [KernelReport(f"{name}.{k.name}", list(k.ops), list(k.grid), list(k.loops)) for k in piece.kernels]
-            continue
-        ir = IRProgram(step.subgraph.program)
-        for row in kernel_reports(piece.module, piece.params, args, piece.kernels, [n for n, _, _ in ir.inputs],
-                                  [n for n, _ in ir.outputs], timer):
-            row.name = f"{name}.{row.name}"
-            rows.append(row)
+    try:
+        for step, args in zip(composed.steps, composed.step_arguments(*inputs)):
+            if step.piece.module is None:
+                rows += plain(step)
+                continue
+            ir = IRProgram(step.subgraph.program)
+            for row in kernel_reports(step.piece.module, step.piece.params, args, step.piece.kernels,
+                                      [n for n, _, _ in ir.inputs], [n for n, _ in ir.outputs], timer):
+                row.name = f"{step.subgraph.name}.{row.name}"
+                rows.append(row)
+    except Exception as e:  # noqa: BLE001 -- the program is verified; only the report's detail is lost
+        notes.append(f"kernel reads, writes and times not reported: {type(e).__name__}: {str(e).splitlines()[0]}")
+        return [row for step in composed.steps for row in plain(step)]
     return rows
 
 

@@ -119,6 +119,21 @@ def test_stack_of_identical_layers_is_searched_once(counted_search):
     assert all(k.time_s is None for k in kernels)   # no per-kernel time in the interpreter
 
 
+def test_a_failed_kernel_report_costs_the_detail_not_the_program(monkeypatch):
+    def broken(self, *inputs):
+        raise RuntimeError("recording failed")
+
+    monkeypatch.setattr(P.Composed, "step_arguments", broken)
+    args = stack_args(layers=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InterpreterWarning)
+        fast = eqiforge.optimize(stack2, *args, partition_ops=10, **FAST)
+    assert isinstance(fast, P.ComposedProgram)
+    assert "kernel reads, writes and times not reported: RuntimeError: recording failed" in fast.report.notes
+    assert fast.report.kernels and all(not k.reads and not k.writes for k in fast.report.kernels)
+    assert rel_l2(fast(*args), stack2(*args)) <= 1e-2
+
+
 def test_failed_whole_program_search_falls_back_to_subgraphs(monkeypatch):
     """partition_ops=0: the program is searched whole first; a search that
     hits its limit without a candidate makes the runtime cut it."""
