@@ -44,6 +44,22 @@ def test_a_renaming_between_programs_equal_up_to_names():
     assert _renamed(tiled, {"x": "y"}) is None
 
 
+def test_a_renaming_where_the_dims_are_listed_in_another_order():
+    # One structure (mHC's two connections): the second lists its dims in
+    # another order and shifts names onto each other (e -> h, h -> h2).
+    a = ("(program p (dims (m 4) (e 2) (h 3)) (input x f16 [m e]) (input w f16 [e h])"
+         " (let t (matmul e x w)) (output y [m h] t))")
+    b = ("(program q (dims (h2 3) (m 4) (h 2)) (input z f16 [m h]) (input v f16 [h h2])"
+         " (let t (matmul h z v)) (output o [m h2] t))")
+    assert _rename_map(a, b) == {"p": "q", "e": "h", "h": "h2", "x": "z", "w": "v", "y": "o"}
+    # The extents must follow the names.
+    assert _rename_map(a, b.replace("(h2 3)", "(h2 5)")) is None
+    # One to one: a name kept as it is cannot also be another's image.
+    c = "(program p (dims (m 4) (e 2)) (input x f16 [m e]) (input m2 f16 [m e]) (output y [m e] (add x m2)))"
+    d = "(program p (dims (m 4) (e 2)) (input m2 f16 [m e]) (input m2 f16 [m e]) (output y [m e] (add m2 m2)))"
+    assert _rename_map(c, d) is None
+
+
 @pytest.mark.parametrize("fuse", [True, False])
 def test_a_chain_cut_into_pieces_runs_as_one_kernel(fuse):
     x = 0.5 + torch.rand(8, 4, 4, generator=torch.Generator().manual_seed(3))

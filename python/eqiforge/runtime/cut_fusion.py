@@ -91,33 +91,51 @@ _NAME = re.compile(r"[A-Za-z_]\w*")
 _DTYPES = {"f16", "bf16", "f32", "f64", "i32", "bool"}  # the IR's (ir/dtype.cc)
 
 
+_DIMS = re.compile(r"\(dims((?:\s*\(\s*[A-Za-z_]\w*\s+\d+\s*\))*)\s*\)")
+_DIM = re.compile(r"\(\s*([A-Za-z_]\w*)\s+(\d+)\s*\)")
+
+
 def _rename_map(old: str, new: str) -> dict[str, str] | None:
     """The renaming that turns program text `old` into `new` (inputs,
     outputs, dims, lets), when the two are the same program up to names, as
-    subgraphs of one structural hash are: None otherwise."""
+    subgraphs of one structural hash are: None otherwise. The dims clause
+    may list the dims in another order (a subgraph lists them as its source
+    first names them); each dim must map to one of the same extent."""
+    dims_a, dims_b = _DIMS.search(old), _DIMS.search(new)
+    if (dims_a is None) != (dims_b is None):
+        return None
+    extent_a = {n: int(e) for n, e in _DIM.findall(dims_a.group(1))} if dims_a else {}
+    extent_b = {n: int(e) for n, e in _DIM.findall(dims_b.group(1))} if dims_b else {}
+    if dims_a:
+        old, new = old[:dims_a.start()] + old[dims_a.end():], new[:dims_b.start()] + new[dims_b.end():]
+    forward = _token_map(old, new)
+    if forward is None or len(extent_a) != len(extent_b):
+        return None
+    mapped = {name: forward.get(name, name) for name in extent_a}
+    if len(set(mapped.values())) != len(mapped) or any(extent_b.get(mapped[n]) != e for n, e in extent_a.items()):
+        return None
+    return {x: y for x, y in forward.items() if x != y}
+
+
+def _token_map(old: str, new: str) -> dict[str, str] | None:
+    """Name -> name along two token streams of the same structure (no dims
+    clause), one to one; None where the structure differs."""
     a, b = _TOKEN.findall(old), _TOKEN.findall(new)
     if len(a) != len(b):
         return None
     forward: dict[str, str] = {}
     backward: dict[str, str] = {}
-    heads: list[str] = []  # the head of each open list
     for i, (x, y) in enumerate(zip(a, b)):
+        # Op and keyword heads, dtypes, literals and brackets are structure,
+        # not names: they must be equal.
         head = i > 0 and a[i - 1] == "("
-        if head:
-            heads.append(x)
-        elif x == ")" and heads:
-            heads.pop()
-        if x == y and x not in forward:
+        if head or x in _DTYPES or y in _DTYPES or not (_NAME.fullmatch(x) and _NAME.fullmatch(y)):
+            if x != y:
+                return None
             continue
-        # Op and keyword heads (but a dim's name in (dims (e 4))), dtypes and
-        # literals are structure, not names.
-        if head and not (len(heads) > 1 and heads[-2] == "dims") or x in _DTYPES or y in _DTYPES:
-            return None
-        if not (_NAME.fullmatch(x) and _NAME.fullmatch(y)):
-            return None
         if forward.setdefault(x, y) != y or backward.setdefault(y, x) != x:
             return None
-    return {x: y for x, y in forward.items() if x != y}
+    return forward
 
 
 def _renamed(text: str, mapping: dict[str, str]) -> str | None:
