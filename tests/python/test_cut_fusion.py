@@ -58,6 +58,14 @@ def test_a_renaming_where_the_dims_are_listed_in_another_order():
     c = "(program p (dims (m 4) (e 2)) (input x f16 [m e]) (input m2 f16 [m e]) (output y [m e] (add x m2)))"
     d = "(program p (dims (m 4) (e 2)) (input m2 f16 [m e]) (input m2 f16 [m e]) (output y [m e] (add m2 m2)))"
     assert _rename_map(c, d) is None
+    # Tiled texts: axes and collected axes name their dims.
+    t1 = "(program p (dims (k 8) (e 2)) (input x f16 [k e]) (output y [e] (sum c_k.0 (collect k.0 (sum k (partition k.0 k x))))))"
+    t2 = "(program p (dims (e 2) (k3 8)) (input x f16 [k3 e]) (output y [e] (sum c_k3.0 (collect k3.0 (sum k3 (partition k3.0 k3 x))))))"
+    assert _rename_map(t1, t2) == {"k": "k3"}
+    assert _rename_map(t1, t2.replace("c_k3.0", "k3.0")) is None
+    # A collected axis's dim follows its dim; a name that only starts alike does not.
+    assert _renamed("(reduce c_k1.0 (collect k1.0 x)) c_k1x k1", {"k1": "k3"}) == \
+        "(reduce c_k3.0 (collect k3.0 x)) c_k1x k3"
 
 
 @pytest.mark.parametrize("fuse", [True, False])

@@ -91,6 +91,7 @@ _NAME = re.compile(r"[A-Za-z_]\w*")
 _DTYPES = {"f16", "bf16", "f32", "f64", "i32", "bool"}  # the IR's (ir/dtype.cc)
 
 
+_AXIS = re.compile(r"(c_)?([A-Za-z_]\w*)\.(\d+)")
 _DIMS = re.compile(r"\(dims((?:\s*\(\s*[A-Za-z_]\w*\s+\d+\s*\))*)\s*\)")
 _DIM = re.compile(r"\(\s*([A-Za-z_]\w*)\s+(\d+)\s*\)")
 
@@ -129,7 +130,13 @@ def _token_map(old: str, new: str) -> dict[str, str] | None:
         # Op and keyword heads, dtypes, literals and brackets are structure,
         # not names: they must be equal.
         head = i > 0 and a[i - 1] == "("
-        if head or x in _DTYPES or y in _DTYPES or not (_NAME.fullmatch(x) and _NAME.fullmatch(y)):
+        ax, ay = _AXIS.fullmatch(x), _AXIS.fullmatch(y)
+        if not head and ax and ay:
+            # An axis (`k1.0`) or a collected axis's dim (`c_k1.0`): its dim is a name.
+            if ax.group(1) != ay.group(1) or ax.group(3) != ay.group(3):
+                return None
+            x, y = ax.group(2), ay.group(2)
+        elif head or x in _DTYPES or y in _DTYPES or not (_NAME.fullmatch(x) and _NAME.fullmatch(y)):
             if x != y:
                 return None
             continue
@@ -140,16 +147,18 @@ def _token_map(old: str, new: str) -> dict[str, str] | None:
 
 def _renamed(text: str, mapping: dict[str, str]) -> str | None:
     """`text` with the names of `mapping` replaced, also as the dim of an
-    axis (`e.0`). None when a new name is already used in `text` for
+    axis (`e.0`) and of a collected axis (`c_e.0`). None when a new name is already used in `text` for
     something else (a tiled program's own lets and kernel-private dims)."""
     if not mapping:
         return text
     used = set(_NAME.findall(text))
     if (set(mapping.values()) - set(mapping)) & used:
         return None
-    pattern = re.compile(r"(?<![\w%])(" + "|".join(map(re.escape, sorted(mapping, key=len, reverse=True))) +
-                         r")(?!\w)")
-    return pattern.sub(lambda m: mapping[m.group(1)], text)
+    names = "|".join(map(re.escape, sorted(mapping, key=len, reverse=True)))
+    # A collected dim is named after its axis (`c_k.0`, the IR's
+    # Axis::collected_dim): it follows its dim's new name.
+    pattern = re.compile(r"(?<![\w%])(c_(?=(?:" + names + r")\.\d))?(" + names + r")(?!\w)")
+    return pattern.sub(lambda m: (m.group(1) or "") + mapping[m.group(2)], text)
 
 
 # A group's first subgraph is composed as its chosen program and this many
