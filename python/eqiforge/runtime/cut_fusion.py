@@ -147,8 +147,9 @@ def _token_map(old: str, new: str) -> dict[str, str] | None:
 
 def _renamed(text: str, mapping: dict[str, str]) -> str | None:
     """`text` with the names of `mapping` replaced, also as the dim of an
-    axis (`e.0`) and of a collected axis (`c_e.0`). None when a new name is already used in `text` for
-    something else (a tiled program's own lets and kernel-private dims)."""
+    axis (`e.0`) and of a collected axis (`c_e.0`). None when a new name is
+    already used in `text` for something else (a tiled program's own lets
+    and kernel-private dims)."""
     if not mapping:
         return text
     used = set(_NAME.findall(text))
